@@ -1,0 +1,33 @@
+# The commands people expect. Everything installs into .venv from PyPI on first use.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+SOURCES := pyproject.toml $(shell find portcheck rules templates -type f -not -name '*.pyc' 2>/dev/null)
+
+.PHONY: install demo test lint bench clean
+
+$(STAMP): $(SOURCES)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
+	  echo "python3 -m venv failed: on Debian run 'apt-get install -y python3-venv'"; exit 1; }
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet ".[test]"
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/portcheck scan examples/heatflow
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check portcheck tests tools
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_scan.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache

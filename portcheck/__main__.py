@@ -1,0 +1,5 @@
+"""`python -m portcheck` runs the command line."""
+
+from portcheck.cli import main
+
+main()

@@ -1,0 +1,164 @@
+"""Command line: parse options, call the library, print. Exit codes (the contract):
+0 success, 1 `--fail-under` not met, 2 usage error or missing path."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from portcheck import __version__
+from portcheck.model import Report
+from portcheck.report import FORMATTERS
+from portcheck.report.text import render_text
+from portcheck.ruleset import RuleError
+from portcheck.scan import ProgressCallback, ScanError, parse_targets, scan
+
+EXIT_OK, EXIT_FAIL_UNDER, EXIT_USAGE = 0, 1, 2
+PROGRESS_MIN_FILES = 20
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write via a temporary file in the same folder, so a reader never sees half a report."""
+    folder = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _progress_bar() -> tuple[ProgressCallback | None, Callable[[], None]]:
+    """A rich progress bar on stderr for long scans in a terminal; nothing otherwise."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    progress = Progress(
+        TextColumn("scanning"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}", style="dim"),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    state: dict[str, TaskID] = {}
+
+    def update(done: int, total: int, current: str) -> None:
+        if total < PROGRESS_MIN_FILES:
+            return
+        if "task" not in state:
+            progress.start()
+            state["task"] = progress.add_task(current, total=total)
+        progress.update(state["task"], completed=done, description=current[-50:])
+
+    return update, progress.stop
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="portcheck")
+def main() -> None:
+    """How portable is your CUDA code to AMD GPUs? Audits for HIP, ZLUDA and SCALE."""
+
+
+@main.command("scan")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(sorted(FORMATTERS)),
+    default="text",
+    show_default=True,
+    help="Report format.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the report to FILE instead of standard output.",
+)
+@click.option(
+    "--targets",
+    default="hip,zluda,scale",
+    show_default=True,
+    help="Routes to score, comma-separated: hip, zluda, scale.",
+)
+@click.option(
+    "--fail-under",
+    type=click.IntRange(0, 100),
+    metavar="N",
+    help="Exit 1 if any chosen route scores below N.",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Skip paths matching this gitignore-style glob (repeatable).",
+)
+def scan_command(
+    path: Path,
+    fmt: str,
+    output: Path | None,
+    targets: str,
+    fail_under: int | None,
+    exclude: tuple[str, ...],
+) -> None:
+    """Scan PATH (a CUDA file or a source tree) and report its portability."""
+    try:
+        chosen = parse_targets(targets)
+    except ScanError as exc:
+        raise click.BadParameter(str(exc), param_hint="--targets") from None
+
+    progress, stop_progress = _progress_bar()
+    try:
+        report = scan(path, targets=chosen, exclude=exclude, progress=progress)
+    except (ScanError, RuleError) as exc:
+        stop_progress()
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    stop_progress()
+
+    _emit(report, fmt, output)
+    if fail_under is not None:
+        failing = {t: s for t, s in report.scores.items() if s < fail_under}
+        if failing:
+            listed = ", ".join(f"{t} {s}" for t, s in failing.items())
+            click.echo(f"portcheck: readiness below {fail_under}: {listed}", err=True)
+            sys.exit(EXIT_FAIL_UNDER)
+
+
+def _emit(report: Report, fmt: str, output: Path | None) -> None:
+    if output is None:
+        if fmt == "text":
+            color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+            columns = os.get_terminal_size().columns if sys.stdout.isatty() else 110
+            click.echo(render_text(report, color=color, width=max(columns, 80)), nl=False)
+        else:
+            click.echo(FORMATTERS[fmt](report), nl=False)
+        return
+    try:
+        write_atomically(output, FORMATTERS[fmt](report))
+    except OSError as exc:
+        click.echo(f"Error: cannot write {output}: {exc.strerror or exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    click.echo(f"portcheck: wrote {fmt} report to {output}", err=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

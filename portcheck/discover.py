@@ -1,0 +1,231 @@
+"""Find the files of a tree that portcheck should read.
+
+Owns: walking the tree (honouring .gitignore files and --exclude globs), choosing
+CUDA sources, C/C++ files that use CUDA and build files, reading their bytes, and
+saying why any candidate was skipped. It never writes anything.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pathspec
+
+from portcheck.model import Language, Skipped
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+BINARY_SNIFF_BYTES = 8192
+
+CUDA_SUFFIXES = {".cu": Language.CUDA, ".cuh": Language.CUDA}
+CPP_SUFFIXES = {
+    ".cpp": Language.CPP,
+    ".cc": Language.CPP,
+    ".cxx": Language.CPP,
+    ".c++": Language.CPP,
+    ".hpp": Language.CPP,
+    ".hh": Language.CPP,
+    ".hxx": Language.CPP,
+    ".h++": Language.CPP,
+    ".inl": Language.CPP,
+    ".ipp": Language.CPP,
+    ".tpp": Language.CPP,
+    ".h": Language.CPP,  # headers are parsed as C++: a superset good enough for finding names
+    ".c": Language.C,
+}
+BUILD_NAMES = {
+    "cmakelists.txt": Language.CMAKE,
+    "makefile": Language.MAKE,
+    "gnumakefile": Language.MAKE,
+    "setup.py": Language.PYTHON,
+}
+BUILD_SUFFIXES = {".cmake": Language.CMAKE, ".mk": Language.MAKE}
+ALWAYS_PRUNED = {".git", ".hg", ".svn"}
+
+# A C/C++ file is read as CUDA code when it includes a CUDA header, calls a
+# runtime/driver/library API, defines a kernel or launches one.
+CUDA_MARKERS = re.compile(
+    rb"#\s*include\s*[<\"](?:cuda|cu(?:blas|rand|fft|sparse|solver|dnn|Complex|_fp16|_bf16)"
+    rb"|nvrtc|nvToolsExt|nvtx3|nccl|thrust/|cub/|cooperative_groups|mma\.h)"
+    rb"|\b(?:cuda|cu)[A-Z]\w*\s*\("
+    rb"|\b(?:cublas|cusparse|cusolver|curand|cufft|cudnn|nccl|nvrtc)[A-Z_]\w*\s*\("
+    rb"|__global__|<<<"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A file chosen for scanning by its name; `read_candidate` gets its bytes."""
+
+    path: Path
+    relpath: str  # relative to the root, with "/"
+    language: Language
+    needs_cuda_check: bool  # a C/C++ file: scanned only if it turns out to use CUDA
+
+
+def classify_name(name: str) -> tuple[Language | None, bool]:
+    """Language of a file by its name, and whether it needs a CUDA content check."""
+    lower = name.lower()
+    if lower in BUILD_NAMES:
+        return BUILD_NAMES[lower], False
+    suffix = os.path.splitext(lower)[1]
+    if suffix in CUDA_SUFFIXES:
+        return CUDA_SUFFIXES[suffix], False
+    if suffix in BUILD_SUFFIXES:
+        return BUILD_SUFFIXES[suffix], False
+    if suffix in CPP_SUFFIXES:
+        return CPP_SUFFIXES[suffix], True
+    return None, False
+
+
+class _IgnoreRules:
+    """The .gitignore files met on the way down, with --exclude globs on top."""
+
+    def __init__(self, excludes: Sequence[str]) -> None:
+        self._excludes = pathspec.GitIgnoreSpec.from_lines(excludes) if excludes else None
+        self._specs: dict[str, pathspec.GitIgnoreSpec] = {}
+
+    def load_dir(self, reldir: str, absdir: str) -> str | None:
+        """Read reldir/.gitignore if present; returns a skip reason if unreadable."""
+        path = os.path.join(absdir, ".gitignore")
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                self._specs[reldir] = pathspec.GitIgnoreSpec.from_lines(fh)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return f"unreadable .gitignore: {exc.strerror or exc}"
+        return None
+
+    def ignored(self, relpath: str, is_dir: bool) -> bool:
+        probe = relpath + "/" if is_dir else relpath
+        if self._excludes is not None and self._excludes.match_file(probe):
+            return True
+        verdict = False
+        # Deeper .gitignore files override shallower ones, as in git.
+        for reldir, spec in self._specs.items():
+            if reldir and not relpath.startswith(reldir + "/"):
+                continue
+            local = relpath[len(reldir) + 1 :] if reldir else relpath
+            result = spec.check_file(local + "/" if is_dir else local)
+            if result.include is not None:
+                verdict = result.include
+        return verdict
+
+
+def _rel(root: str, path: str) -> str:
+    rel = os.path.relpath(path, root)
+    return "" if rel == "." else rel.replace(os.sep, "/")
+
+
+def _looks_binary(data: bytes) -> bool:
+    return b"\x00" in data[:BINARY_SNIFF_BYTES]
+
+
+def discover(
+    root: str | os.PathLike[str],
+    excludes: Sequence[str] = (),
+    max_bytes: int = MAX_FILE_BYTES,
+) -> Iterator[Candidate | Skipped]:
+    """Yield every file to scan under `root` (or `root` itself), and every skipped one.
+
+    Files are yielded in a stable (sorted) order so that reports are reproducible.
+    """
+    root_path = Path(root)
+    if root_path.is_file():
+        yield from _consider_file(str(root_path.parent), str(root_path), max_bytes, named=True)
+        return
+
+    root_real = os.path.realpath(root_path)
+    rules = _IgnoreRules(excludes)
+    seen_dirs: set[tuple[int, int]] = set()
+    stack = [str(root_path)]
+    while stack:
+        absdir = stack.pop()
+        reldir = _rel(str(root_path), absdir)
+        try:
+            st = os.stat(absdir)
+        except OSError as exc:
+            yield Skipped(reldir or ".", f"cannot open directory: {exc.strerror or exc}")
+            continue
+        if (st.st_dev, st.st_ino) in seen_dirs:
+            yield Skipped(reldir, "directory already scanned (symlink loop or duplicate link)")
+            continue
+        seen_dirs.add((st.st_dev, st.st_ino))
+        reason = rules.load_dir(reldir, absdir)
+        if reason:
+            yield Skipped(f"{reldir}/.gitignore" if reldir else ".gitignore", reason)
+        try:
+            with os.scandir(absdir) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            yield Skipped(reldir or ".", f"cannot list directory: {exc.strerror or exc}")
+            continue
+
+        subdirs: list[str] = []
+        for entry in entries:
+            relpath = f"{reldir}/{entry.name}" if reldir else entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=True)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if entry.name in ALWAYS_PRUNED or rules.ignored(relpath, is_dir=True):
+                    continue
+                if entry.is_symlink():
+                    target = os.path.realpath(entry.path)
+                    if os.path.commonpath([root_real, target]) != root_real:
+                        yield Skipped(relpath, "symlink to a directory outside the scanned tree")
+                        continue
+                subdirs.append(entry.path)
+                continue
+            if rules.ignored(relpath, is_dir=False):
+                continue
+            yield from _consider_file(str(root_path), entry.path, max_bytes, named=False)
+        # Depth-first in sorted order: push in reverse so the first name pops first.
+        stack.extend(reversed(subdirs))
+
+
+def _consider_file(
+    root: str, path: str, max_bytes: int, named: bool
+) -> Iterator[Candidate | Skipped]:
+    relpath = _rel(root, path) or os.path.basename(path)
+    language, needs_check = classify_name(os.path.basename(path))
+    if language is None:
+        if not named:
+            return
+        language, needs_check = Language.CUDA, False  # the user named this file: read it as CUDA
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        yield Skipped(relpath, "broken symlink")
+        return
+    except OSError as exc:
+        yield Skipped(relpath, f"cannot stat: {exc.strerror or exc}")
+        return
+    if not stat.S_ISREG(st.st_mode):
+        yield Skipped(relpath, "not a regular file")
+        return
+    if st.st_size > max_bytes:
+        yield Skipped(relpath, f"larger than {max_bytes // (1024 * 1024)} MiB ({st.st_size} bytes)")
+        return
+    yield Candidate(Path(path), relpath, language, needs_check and not named)
+
+
+def read_candidate(candidate: Candidate) -> bytes | Skipped | None:
+    """The file's bytes; a Skipped with the reason; or None for a C/C++ file
+    that turned out to have no CUDA in it (not worth a skip line)."""
+    try:
+        with open(candidate.path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        return Skipped(candidate.relpath, f"unreadable: {exc.strerror or exc}")
+    if _looks_binary(data):
+        return Skipped(candidate.relpath, "binary file (contains NUL bytes)")
+    if candidate.needs_cuda_check and not CUDA_MARKERS.search(data):
+        return None
+    return data

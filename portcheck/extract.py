@@ -1,0 +1,534 @@
+"""Find the CUDA uses in one source file, from its syntax tree.
+
+Owns: which tokens are CUDA constructs (API names, types, enums, macros,
+namespaces, headers, launches, inline asm), where they are (exact line and
+column), whether they sit in device code, and which kernels a file defines.
+
+How: a byte-level scan proposes candidate tokens (names the rule set knows, or
+names shaped like CUDA APIs); the syntax tree then decides what each one is.
+A candidate inside a comment or a string literal is dropped, as is one that is
+only part of a longer name (`mycudaFree`) or a member of a user's namespace
+(`mylib::cudaFree`). Only candidates cost Python work, which keeps this fast.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tree_sitter import Node, QueryCursor
+
+from portcheck.model import ApiRule, Kernel, Language, Span, Use
+from portcheck.parse import count_lines, decode_source, parse_cuda
+from portcheck.parse.treesitter import STRUCTURE_QUERY
+from portcheck.ruleset import RuleSet
+
+TOKEN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+# Names shaped like CUDA APIs. A name of this shape that the rule set does not
+# know is still reported (status unknown) unless the project defines it itself.
+CUDA_SHAPE = re.compile(
+    r"(?:cuda|cu)[A-Z]\w*"
+    r"|CU[a-z]\w*|CU_[A-Z0-9_]+|CUDA_[A-Z0-9_]+|CUDART_[A-Z0-9_]+"
+    r"|(?:cublasLt|cublas|cusparse|cusolver(?:Dn|Sp|Rf|Mg)?|curand|cufft|cudnn|nvrtc|nccl|nvtx)"
+    r"(?:[A-Z]\w*|_\w+)"
+    r"|(?:CUBLAS|CUSPARSE|CUSOLVER|CURAND|CUFFT|CUDNN|NVRTC|NCCL|NVTX)_[A-Z0-9_]+"
+)
+
+CUDA_HEADER_SHAPE = re.compile(
+    r"(?:cuda\w*|cu(?:blas|blasLt|rand|fft|sparse|solver\w*|dnn|tensor|Complex|_fp16|_bf16|_fp8)\w*"
+    r"|nvrtc|nvToolsExt\w*|nvtx3/.*|nccl|cooperative_groups(?:/.*)?|thrust/.*|cub/.*|mma|"
+    r"sm_\d+_\w+|device_(?:functions|launch_parameters|atomic_functions|types)|math_constants"
+    r"|vector_types|driver_types|texture_fetch_functions|surface_functions|crt/.*)"
+    r"(?:\.h|\.hpp|\.cuh)?"
+)
+
+# Guessed family for names the rule set does not know, checked in order.
+FAMILY_BY_PREFIX: tuple[tuple[str, str], ...] = (
+    ("cublasLt", "cublaslt"),
+    ("CUBLASLT", "cublaslt"),
+    ("cublas", "cublas"),
+    ("CUBLAS", "cublas"),
+    ("cusparse", "cusparse"),
+    ("CUSPARSE", "cusparse"),
+    ("cusolver", "cusolver"),
+    ("CUSOLVER", "cusolver"),
+    ("curand", "curand"),
+    ("CURAND", "curand"),
+    ("cufft", "cufft"),
+    ("CUFFT", "cufft"),
+    ("cudnn", "cudnn"),
+    ("CUDNN", "cudnn"),
+    ("nvrtc", "nvrtc"),
+    ("NVRTC", "nvrtc"),
+    ("nccl", "nccl"),
+    ("NCCL", "nccl"),
+    ("nvtx", "nvtx"),
+    ("NVTX", "nvtx"),
+    ("cuda", "runtime"),
+    ("CUDART", "runtime"),
+    ("CUDA_", "driver"),
+    ("CU", "driver"),
+    ("cu", "driver"),
+)
+
+STRING_LIKE = frozenset(
+    {
+        "comment",
+        "string_literal",
+        "string_content",
+        "raw_string_literal",
+        "raw_string_content",
+        "raw_string_delimiter",
+        "char_literal",
+        "character",
+        "escape_sequence",
+        "system_lib_string",
+        "concatenated_string",
+        "user_defined_literal",
+        "number_literal",
+    }
+)
+NAME_NODES = frozenset({"identifier", "type_identifier", "namespace_identifier"})
+DECLARATOR_PARENTS = frozenset(
+    {
+        "function_declarator",
+        "init_declarator",
+        "declaration",
+        "parameter_declaration",
+        "field_declaration",
+        "pointer_declarator",
+        "array_declarator",
+        "reference_declarator",
+        "type_definition",
+    }
+)
+DEVICE_QUALIFIERS = frozenset({"__global__", "__device__"})
+LAUNCH_NAME = "<<<>>>"
+ASM_NAME = "asm"
+
+
+@dataclass(slots=True)
+class FileScan:
+    """What one file contributes to a report."""
+
+    path: str
+    language: Language
+    lines: int
+    encoding: str
+    uses: list[Use] = field(default_factory=list)
+    kernels: list[Kernel] = field(default_factory=list)
+    definitions: set[str] = field(default_factory=set)  # CUDA-looking names it defines itself
+    parse_errors: int = 0
+
+
+def guess_family(name: str) -> str:
+    for prefix, family in FAMILY_BY_PREFIX:
+        if name.startswith(prefix):
+            return family
+    return "runtime"
+
+
+def strip_template_args(text: str) -> str:
+    """`cub::BlockReduce<float, 256>::TempStorage` -> `cub::BlockReduce::TempStorage`."""
+    text = re.sub(r"\s+", "", text)
+    previous = None
+    while previous != text:
+        previous = text
+        text = re.sub(r"<[^<>]*>", "", text)
+    return text
+
+
+def trie_pattern(words: Iterable[str]) -> str:
+    """A regex alternation of `words` shaped as a trie, which Python's re engine
+    matches far faster than a flat list of thousands of alternatives."""
+    trie: dict[str, dict] = {}
+    for word in words:
+        node = trie
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: dict[str, dict]) -> str:
+        ends = "" in node
+        branches = [re.escape(char) + emit(child) for char, child in sorted(node.items()) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if ends else body
+
+    return emit(trie)
+
+
+class _LineIndex:
+    """Byte offset -> 1-based (line, character column)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.starts = [0]
+        find = data.find
+        pos = find(b"\n")
+        while pos != -1:
+            self.starts.append(pos + 1)
+            pos = find(b"\n", pos + 1)
+
+    def position(self, offset: int) -> tuple[int, int]:
+        row = bisect.bisect_right(self.starts, offset) - 1
+        start = self.starts[row]
+        prefix = self.data[start:offset]
+        column = len(prefix) if prefix.isascii() else len(prefix.decode("utf-8", "replace"))
+        return row + 1, column + 1
+
+    def span(self, start: int, end: int) -> Span:
+        line, column = self.position(start)
+        end_line, end_column = self.position(end)
+        return Span(line, column, end_line, end_column, start, end)
+
+
+def _masked_ranges(text: bytes) -> list[tuple[int, int]]:
+    """Comment and string/char literal ranges inside a macro body (which the
+    grammar leaves as raw text)."""
+    ranges: list[tuple[int, int]] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i : i + 1]
+        if text.startswith(b"//", i):
+            ranges.append((i, n))
+            break
+        if text.startswith(b"/*", i):
+            end = text.find(b"*/", i + 2)
+            end = n if end == -1 else end + 2
+            ranges.append((i, end))
+            i = end
+            continue
+        if c in (b'"', b"'"):
+            j = i + 1
+            while j < n and text[j : j + 1] != c:
+                j += 2 if text[j : j + 1] == b"\\" else 1
+            ranges.append((i, min(j + 1, n)))
+            i = j + 1
+            continue
+        i += 1
+    return ranges
+
+
+class Extractor:
+    """Extracts uses with one rule set. Build once, call `scan_file` per file."""
+
+    def __init__(self, rules: RuleSet) -> None:
+        self.rules = rules
+        # Every name that can start a known construct: plain names and the first
+        # segment of qualified ones (`thrust` for `thrust::sort`).
+        self.qualified_prefixes: set[str] = set()
+        starts: set[str] = set()
+        for rule in rules:
+            if rule.kind == "header":
+                continue
+            parts = rule.cuda.split("::")
+            starts.add(parts[0])
+            for i in range(1, len(parts) + 1):
+                self.qualified_prefixes.add("::".join(parts[:i]))
+        self.start_tokens = frozenset(s.encode() for s in starts if s.isidentifier())
+        # One C-level regex proposes candidates: known first tokens, or CUDA-shaped names.
+        known = trie_pattern(sorted(s for s in starts if s.isidentifier()))
+        self.candidates = re.compile(
+            rf"\b(?:(?:{known})\b|(?:{CUDA_SHAPE.pattern}))".encode()
+        )
+
+    # -- classification ---------------------------------------------------------------
+
+    def _rule_for_qualified(self, name: str) -> tuple[str, ApiRule | None]:
+        """Longest known prefix of `a::b::c`; the use is named after what matched."""
+        parts = name.split("::")
+        for i in range(len(parts), 0, -1):
+            candidate = "::".join(parts[:i])
+            rule = self.rules.lookup(candidate)
+            if rule is not None:
+                return candidate, rule
+        return name, None
+
+    def _is_candidate(self, token: bytes, local: set[bytes] | dict[bytes, str]) -> bool:
+        if token in self.start_tokens or token in local:
+            return True
+        return CUDA_SHAPE.fullmatch(token.decode()) is not None
+
+    # -- the scan ---------------------------------------------------------------------
+
+    def scan_file(self, path: str, language: Language, raw: bytes) -> FileScan:
+        data, encoding = decode_source(raw)
+        result = FileScan(path, language, count_lines(data), encoding)
+        if not language.is_source or not data.strip():
+            return result
+        tree = parse_cuda(data)
+        root = tree.root_node
+        index = _LineIndex(data)
+        captures = QueryCursor(STRUCTURE_QUERY).captures(root)
+        result.parse_errors = len(captures.get("error", ()))
+
+        device_ranges = self._device_ranges(captures)
+
+        def in_device(offset: int) -> bool:
+            i = bisect.bisect_right(device_ranges, (offset, 1 << 62)) - 1
+            return i >= 0 and offset < device_ranges[i][1]
+
+        def add(name: str, kind: str, rule: ApiRule | None, start: int, end: int) -> None:
+            family = rule.family if rule else guess_family(name)
+            result.uses.append(
+                Use(
+                    name,
+                    rule.kind if rule else kind,
+                    family,
+                    path,
+                    index.span(start, end),
+                    in_device(start),
+                    rule,
+                )
+            )
+
+        aliases, using_namespaces = self._namespace_context(root, data)
+        self._scan_tokens(data, root, aliases, using_namespaces, add, result.definitions)
+        self._scan_structure(captures, data, add, in_device, index, path, result)
+        result.uses.sort(key=lambda u: (u.span.start_byte, u.name))
+        return result
+
+    def _device_ranges(self, captures: dict[str, list[Node]]) -> list[tuple[int, int]]:
+        ranges = []
+        for fn in captures.get("function", ()):
+            if any(child.type in DEVICE_QUALIFIERS for child in fn.children):
+                ranges.append((fn.start_byte, fn.end_byte))
+        for lam in captures.get("lambda", ()):
+            # `[=] __device__ (int i) {...}`: the grammar keeps the qualifier in an ERROR node.
+            head = lam.child_by_field_name("body")
+            limit = head.start_byte if head is not None else lam.end_byte
+            for child in lam.children:
+                if child.start_byte >= limit:
+                    break
+                if child.text is not None and b"__device__" in child.text:
+                    ranges.append((lam.start_byte, lam.end_byte))
+                    break
+        # Merge nested ranges (a device lambda in a kernel) so that membership is one bisect.
+        merged: list[tuple[int, int]] = []
+        for start, end in sorted(ranges):
+            if merged and start < merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+            else:
+                merged.append((start, end))
+        return merged
+
+    def _namespace_context(self, root: Node, data: bytes) -> tuple[dict[bytes, str], list[str]]:
+        """`namespace cg = cooperative_groups;` aliases and `using namespace X;` for
+        namespaces the rule set knows."""
+        aliases: dict[bytes, str] = {}
+        using: list[str] = []
+        if b"namespace" not in data:
+            return aliases, using
+        for node in self._iter_namespace_nodes(root):
+            if node.type == "namespace_alias_definition":
+                names = [c for c in node.named_children]
+                if len(names) == 2 and names[0].text and names[1].text:
+                    target = strip_template_args(names[1].text.decode())
+                    if target.split("::")[0] in self.qualified_prefixes:
+                        aliases[names[0].text] = target
+            elif node.type == "using_declaration" and any(
+                c.type == "namespace" for c in node.children
+            ):
+                target_node = node.named_children[-1] if node.named_children else None
+                if target_node is not None and target_node.text:
+                    target = strip_template_args(target_node.text.decode())
+                    if target in self.qualified_prefixes:
+                        using.append(target)
+        return aliases, using
+
+    @staticmethod
+    def _iter_namespace_nodes(root: Node) -> Iterable[Node]:
+        """Alias and using-namespace declarations, at any depth (they may sit in a
+        namespace or a function body)."""
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            for child in node.children:
+                if child.type in ("namespace_alias_definition", "using_declaration"):
+                    yield child
+                elif child.child_count and child.type in (
+                    "translation_unit",
+                    "namespace_definition",
+                    "declaration_list",
+                    "function_definition",
+                    "compound_statement",
+                    "preproc_if",
+                    "preproc_ifdef",
+                    "preproc_else",
+                    "preproc_elif",
+                    "linkage_specification",
+                ):
+                    stack.append(child)
+
+    def _scan_tokens(self, data, root, aliases, using_namespaces, add, definitions) -> None:
+        masked_cache: dict[int, list[tuple[int, int]]] = {}
+        # Names made visible by an alias or `using namespace nvcuda;` (then `wmma::…`).
+        local: set[bytes] = set(aliases)
+        for namespace in using_namespaces:
+            depth = namespace.count("::") + 1
+            for prefix in self.qualified_prefixes:
+                if prefix.startswith(namespace + "::") and prefix.count("::") == depth:
+                    local.add(prefix.rsplit("::", 1)[1].encode())
+        matches = self.candidates.finditer(data)
+        if local:  # file-specific names (aliases, `using namespace`) need the slow path
+            matches = (m for m in TOKEN.finditer(data) if self._is_candidate(m.group(), local))
+        for match in matches:
+            token = match.group()
+            start, end = match.span()
+            if end < len(data) and (data[end : end + 1].isalnum() or data[end : end + 1] == b"_"):
+                continue  # a CUDA-shaped prefix of a longer name
+            node = root.descendant_for_byte_range(start, end)
+            if node is None:
+                continue
+            kind = node.type
+            if kind in STRING_LIKE:
+                continue
+            if kind == "preproc_arg":
+                if self._token_in_macro_body(node, start, masked_cache):
+                    name = token.decode()
+                    rule = self.rules.lookup(name)
+                    if rule is not None or CUDA_SHAPE.fullmatch(name):
+                        called = data[end : end + 64].lstrip().startswith(b"(")
+                        kind = "function" if called else "macro" if name.isupper() else "identifier"
+                        add(name, kind, rule, start, end)
+                continue
+            if kind not in NAME_NODES or node.start_byte != start or node.end_byte != end:
+                continue
+            self._classify_name_node(node, token, aliases, using_namespaces, add, definitions)
+
+    @staticmethod
+    def _token_in_macro_body(
+        node: Node, start: int, cache: dict[int, list[tuple[int, int]]]
+    ) -> bool:
+        parent = node.parent
+        if parent is None or parent.type not in ("preproc_def", "preproc_function_def"):
+            return False  # `#error`, `#pragma` text is not code
+        ranges = cache.get(node.start_byte)
+        if ranges is None:
+            ranges = cache[node.start_byte] = _masked_ranges(node.text or b"")
+        offset = start - node.start_byte
+        if offset > 0 and (node.text or b"")[offset - 1 : offset].isalnum():
+            return False
+        return not any(a <= offset < b for a, b in ranges)
+
+    def _classify_name_node(self, node, token, aliases, using_namespaces, add, definitions) -> None:
+        name = token.decode()
+        parent = node.parent
+        ptype = parent.type if parent is not None else ""
+
+        if parent is not None and self._is_definition(node, parent, ptype):
+            definitions.add(name)
+            return
+
+        if ptype in ("qualified_identifier", "nested_namespace_specifier"):
+            scope = parent.child_by_field_name("scope")
+            if scope is None or scope.type == "::":
+                pass  # `::cudaFree`: global scope, an ordinary use
+            elif scope != node:
+                return  # `mylib::cudaFree`, or an inner segment of a qualified CUDA name
+            else:
+                grand = parent.parent
+                if (
+                    grand is not None
+                    and grand.type == "qualified_identifier"
+                    and grand.child_by_field_name("name") == parent
+                ):
+                    return
+                qualified = strip_template_args((parent.text or b"").decode())
+                if token in aliases:
+                    qualified = aliases[token] + qualified[len(name) :]
+                elif name not in self.qualified_prefixes:
+                    for namespace in using_namespaces:
+                        if f"{namespace}::{name}" in self.qualified_prefixes:
+                            qualified = f"{namespace}::{qualified}"
+                            break
+                matched, rule = self._rule_for_qualified(qualified)
+                if rule is None and not CUDA_SHAPE.fullmatch(name):
+                    return
+                add(matched if rule else name, "namespace", rule, node.start_byte, node.end_byte)
+                return
+
+        if token in aliases:
+            return  # the alias name itself; its target was counted where it was declared
+        rule = self.rules.lookup(name)
+        if rule is None:
+            if not CUDA_SHAPE.fullmatch(name):
+                return
+        elif rule.kind == "namespace" and ptype not in (
+            "namespace_alias_definition",
+            "using_declaration",
+        ):
+            return  # e.g. a variable that happens to be called `cub`
+        add(name, self._syntactic_kind(node, parent, name), rule, node.start_byte, node.end_byte)
+
+    @staticmethod
+    def _is_definition(node: Node, parent: Node, ptype: str) -> bool:
+        """Is this name being declared here (a macro, function, variable, type or
+        enumerator of the project's own) rather than used?"""
+        if ptype in ("preproc_def", "preproc_function_def", "enumerator"):
+            return parent.child_by_field_name("name") == node
+        if ptype in DECLARATOR_PARENTS:
+            return parent.child_by_field_name("declarator") == node
+        if ptype in ("struct_specifier", "class_specifier", "enum_specifier", "union_specifier"):
+            return parent.child_by_field_name("body") is not None
+        return False
+
+    @staticmethod
+    def _syntactic_kind(node: Node, parent: Node | None, name: str) -> str:
+        if parent is not None and parent.type == "qualified_identifier":  # `::cudaFree(…)`
+            node, parent = parent, parent.parent
+        if (
+            parent is not None
+            and parent.type == "call_expression"
+            and parent.child_by_field_name("function") == node
+        ):
+            return "function"
+        if node.type == "type_identifier":
+            return "type"
+        if name.isupper():
+            return "macro"
+        return "identifier"
+
+    def _scan_structure(self, captures, data, add, in_device, index, path, result) -> None:
+        for node in captures.get("include", ()):
+            header = (node.text or b"").decode("utf-8", "replace").strip()[1:-1].strip()
+            rule = self._header_rule(header)
+            if rule is not None or CUDA_HEADER_SHAPE.fullmatch(header):
+                add(header, "header", rule, node.start_byte, node.end_byte)
+        launch_rule = self.rules.lookup(LAUNCH_NAME)
+        for node in captures.get("launch", ()):
+            add(LAUNCH_NAME, "function", launch_rule, node.start_byte, node.end_byte)
+        asm_rule = self.rules.lookup(ASM_NAME)
+        for node in captures.get("asm", ()):
+            if in_device(node.start_byte):  # host asm is CPU assembly, not PTX
+                add(ASM_NAME, "function", asm_rule, node.start_byte, node.start_byte + 3)
+        for fn in captures.get("function", ()):
+            if any(child.type == "__global__" for child in fn.children):
+                declarator = fn.child_by_field_name("declarator")
+                while declarator is not None and declarator.type not in ("function_declarator",):
+                    declarator = declarator.child_by_field_name("declarator")
+                name_node = declarator.child_by_field_name("declarator") if declarator else None
+                if name_node is not None and name_node.text:
+                    result.kernels.append(
+                        Kernel(
+                            name_node.text.decode(),
+                            path,
+                            index.span(name_node.start_byte, name_node.end_byte),
+                        )
+                    )
+
+    def _header_rule(self, header: str) -> ApiRule | None:
+        rule = self.rules.lookup(header)
+        if rule is not None:
+            return rule
+        parts = header.split("/")
+        for i in range(len(parts) - 1, 0, -1):
+            rule = self.rules.lookup("/".join(parts[:i]) + "/")
+            if rule is not None:
+                return rule
+        return None

@@ -1,0 +1,262 @@
+"""The source model: frozen value types passed between pipeline stages.
+
+Nothing here does I/O. Every stage (discover, extract, classify, score, report)
+takes and returns these types, so a stage can be tested or replaced alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+
+
+class Status(StrEnum):
+    """Whether a CUDA construct works on one AMD route."""
+
+    SUPPORTED = "supported"
+    PARTIAL = "partial"  # works with changes or behavioural differences
+    UNSUPPORTED = "unsupported"
+    UNKNOWN = "unknown"
+
+
+class Target(StrEnum):
+    """The three routes from CUDA to AMD."""
+
+    HIP = "hip"  # translate the source, build with hipcc
+    ZLUDA = "zluda"  # run the unmodified CUDA binary
+    SCALE = "scale"  # compile the CUDA source for AMD with SCALE's nvcc
+
+
+TARGETS: tuple[Target, ...] = (Target.HIP, Target.ZLUDA, Target.SCALE)
+
+
+class Severity(IntEnum):
+    INFO = 1
+    LOW = 2
+    MEDIUM = 3
+    HIGH = 4
+
+
+class Language(StrEnum):
+    CUDA = "cuda"
+    CPP = "cpp"
+    C = "c"
+    CMAKE = "cmake"
+    MAKE = "make"
+    PYTHON = "python"
+
+    @property
+    def is_source(self) -> bool:
+        """True for languages whose code is parsed for CUDA uses."""
+        return self in (Language.CUDA, Language.CPP, Language.C)
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A region of a file: 1-based lines and columns (columns count characters),
+    plus the byte offsets into the UTF-8 text that was parsed."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    start_byte: int
+    end_byte: int
+
+
+@dataclass(frozen=True, slots=True)
+class Verdicts:
+    """One status per target."""
+
+    hip: Status
+    zluda: Status
+    scale: Status
+
+    def __getitem__(self, target: str) -> Status:
+        value: Status = getattr(self, target)  # Target is a StrEnum: its value is the field name
+        return value
+
+    def to_dict(self) -> dict[str, str]:
+        return {"hip": str(self.hip), "zluda": str(self.zluda), "scale": str(self.scale)}
+
+
+UNKNOWN_VERDICTS = Verdicts(Status.UNKNOWN, Status.UNKNOWN, Status.UNKNOWN)
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRule:
+    """What one CUDA name becomes on each route, and where that fact came from."""
+
+    cuda: str
+    family: str
+    kind: str
+    hip: str | None
+    status: Verdicts
+    source: Mapping[str, str]  # target -> provenance ("ROCm/HIPIFY@sha path" or "inferred: …")
+    since: str | None = None
+    deprecated: str | None = None
+    removed: str | None = None
+    notes: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "cuda": self.cuda,
+            "family": self.family,
+            "kind": self.kind,
+            "hip": self.hip,
+            "status": self.status.to_dict(),
+            "source": dict(self.source),
+        }
+        for key in ("since", "deprecated", "removed", "notes"):
+            value = getattr(self, key)
+            if value:
+                data[key] = value
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class Use:
+    """One occurrence of a CUDA construct in code.
+
+    `rule` is None when the name looks like CUDA but the rule set does not know it;
+    such uses have status `unknown` on every target.
+    """
+
+    name: str
+    kind: str
+    family: str
+    path: str
+    span: Span
+    in_device_code: bool
+    rule: ApiRule | None
+
+    @property
+    def status(self) -> Verdicts:
+        return self.rule.status if self.rule else UNKNOWN_VERDICTS
+
+    @property
+    def hip(self) -> str | None:
+        return self.rule.hip if self.rule else None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "family": self.family,
+            "path": self.path,
+            "line": self.span.line,
+            "column": self.span.column,
+            "end_line": self.span.end_line,
+            "end_column": self.span.end_column,
+            "in_device_code": self.in_device_code,
+            "hip": self.hip,
+            "status": self.status.to_dict(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """A `__global__` function definition."""
+
+    name: str
+    path: str
+    span: Span
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "path": self.path, "line": self.span.line}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A problem that renaming cannot fix (filled in by the hazard checks)."""
+
+    id: str
+    slug: str
+    severity: Severity
+    path: str
+    span: Span
+    message: str
+    targets: Verdicts
+    help_url: str = ""
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "slug": self.slug,
+            "severity": self.severity.name.lower(),
+            "path": self.path,
+            "line": self.span.line,
+            "column": self.span.column,
+            "message": self.message,
+            "targets": self.targets.to_dict(),
+            "help_url": self.help_url,
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    path: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"path": self.path, "reason": self.reason}
+
+
+@dataclass(frozen=True, slots=True)
+class FileSummary:
+    """One scanned file and what was found in it."""
+
+    path: str
+    language: Language
+    lines: int
+    encoding: str
+    uses: int
+    findings: int
+    parse_errors: int
+    scores: Mapping[str, int]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "language": str(self.language),
+            "lines": self.lines,
+            "encoding": self.encoding,
+            "uses": self.uses,
+            "findings": self.findings,
+            "parse_errors": self.parse_errors,
+            "scores": dict(self.scores),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """Everything one scan found. `to_json()` gives the `portcheck.report/1` document."""
+
+    root: str
+    tool_version: str
+    targets: tuple[Target, ...]
+    files: tuple[FileSummary, ...]
+    uses: tuple[Use, ...]
+    findings: tuple[Finding, ...]
+    skipped: tuple[Skipped, ...]
+    kernels: tuple[Kernel, ...]
+    scores: Mapping[str, int]
+    seconds: float = 0.0
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def lines(self) -> int:
+        return sum(f.lines for f in self.files)
+
+    def to_dict(self) -> dict[str, object]:
+        from portcheck.report.json import report_to_dict
+
+        return report_to_dict(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)

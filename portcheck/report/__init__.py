@@ -1,0 +1,18 @@
+"""Report formatters: each renders a Report to a string. The CLI owns where it goes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from portcheck.model import Report
+from portcheck.report.json import render_json
+from portcheck.report.text import render_text
+
+Formatter = Callable[[Report], str]
+
+FORMATTERS: dict[str, Formatter] = {
+    "text": render_text,
+    "json": render_json,
+}
+
+__all__ = ["FORMATTERS", "Formatter", "render_json", "render_text"]

@@ -1,0 +1,39 @@
+"""The `portcheck.report/1` JSON document (see the Interfaces contract in DESIGN.md)."""
+
+from __future__ import annotations
+
+import json
+
+from portcheck.model import Report
+
+SCHEMA = "portcheck.report/1"
+
+
+def report_to_dict(report: Report) -> dict[str, object]:
+    return {
+        "schema": SCHEMA,
+        "tool": {"name": "portcheck", "version": report.tool_version},
+        "root": report.root,
+        "targets": [str(t) for t in report.targets],
+        "summary": {
+            "files_scanned": len(report.files),
+            "files_skipped": len(report.skipped),
+            "lines": report.lines,
+            "uses": len(report.uses),
+            "distinct_names": len({u.name for u in report.uses}),
+            "unknown_names": len({u.name for u in report.uses if u.rule is None}),
+            "findings": len(report.findings),
+            "kernels": len(report.kernels),
+            "scores": dict(report.scores),
+            "seconds": round(report.seconds, 3),
+        },
+        "files": [f.to_dict() for f in report.files],
+        "usages": [u.to_dict() for u in report.uses],
+        "findings": [f.to_dict() for f in report.findings],
+        "kernels": [k.to_dict() for k in report.kernels],
+        "skipped": [s.to_dict() for s in report.skipped],
+    }
+
+
+def render_json(report: Report) -> str:
+    return json.dumps(report_to_dict(report), indent=2, ensure_ascii=False) + "\n"

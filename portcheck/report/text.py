@@ -1,0 +1,166 @@
+"""The terminal view: scores first, then what needs attention, then detail."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter, defaultdict
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from portcheck.model import Report, Status, Target, Use
+
+STATUS_STYLE = {
+    Status.SUPPORTED: "green",
+    Status.PARTIAL: "yellow",
+    Status.UNSUPPORTED: "red",
+    Status.UNKNOWN: "dim",
+}
+TARGET_TITLE = {Target.HIP: "HIP", Target.ZLUDA: "ZLUDA", Target.SCALE: "SCALE"}
+MAX_ATTENTION_ROWS = 40
+
+
+def _score_style(score: int) -> str:
+    return "green" if score >= 90 else "yellow" if score >= 70 else "red"
+
+
+def _status_cell(status: Status, hip_name: str | None = None) -> Text:
+    label = status.value if hip_name is None else f"{hip_name or '—'} ({status.value})"
+    return Text(label, style=STATUS_STYLE[status])
+
+
+def render_text(report: Report, color: bool = False, width: int = 110) -> str:
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        width=width,
+        highlight=False,
+        soft_wrap=False,
+    )
+    _header(console, report)
+    _scores(console, report)
+    if report.uses:
+        _families(console, report)
+        _attention(console, report)
+        _unknown(console, report)
+    _skipped(console, report)
+    console.print(
+        "[dim]Readiness = mean credit over the distinct CUDA names used (supported 1, "
+        "partial 0.5, unknown 0.5, unsupported 0); see docs/scoring.md.[/dim]"
+    )
+    return buffer.getvalue()
+
+
+def _header(console: Console, report: Report) -> None:
+    distinct = len({u.name for u in report.uses})
+    console.print(
+        f"[bold]portcheck {report.tool_version}[/bold] — {report.root}\n"
+        f"{len(report.files)} files, {report.lines:,} lines scanned in {report.seconds:.2f} s · "
+        f"{len(report.uses):,} CUDA uses of {distinct} distinct names · "
+        f"{len(report.kernels)} kernels · {len(report.skipped)} skipped",
+        markup=True,
+        highlight=False,
+    )
+
+
+def _scores(console: Console, report: Report) -> None:
+    table = Table(title="Readiness by route (0–100)", title_justify="left", show_edge=False)
+    for target in report.targets:
+        table.add_column(TARGET_TITLE[target], justify="center")
+    table.add_row(
+        *(
+            Text(str(report.scores[str(t)]), style=f"bold {_score_style(report.scores[str(t)])}")
+            for t in report.targets
+        )
+    )
+    console.print(table)
+
+
+def _families(console: Console, report: Report) -> None:
+    uses_by_family: Counter[str] = Counter(u.family for u in report.uses)
+    names_by_family: dict[str, dict[str, Use]] = defaultdict(dict)
+    for use in report.uses:
+        names_by_family[use.family].setdefault(use.name, use)
+    table = Table(title="CUDA uses by family", title_justify="left", show_edge=False)
+    table.add_column("family")
+    table.add_column("uses", justify="right")
+    table.add_column("names", justify="right")
+    for target in report.targets:
+        table.add_column(f"{TARGET_TITLE[target]} ok/partial/no/?", justify="right")
+    for family, count in uses_by_family.most_common():
+        names = names_by_family[family].values()
+        cells = []
+        for target in report.targets:
+            tally = Counter(u.status[target] for u in names)
+            cells.append(
+                f"{tally[Status.SUPPORTED]}/{tally[Status.PARTIAL]}/"
+                f"{tally[Status.UNSUPPORTED]}/{tally[Status.UNKNOWN]}"
+            )
+        table.add_row(family, str(count), str(len(names)), *cells)
+    console.print(table)
+
+
+def _attention(console: Console, report: Report) -> None:
+    """Known names that are not plainly supported on some chosen target."""
+    first: dict[str, Use] = {}
+    counts: Counter[str] = Counter()
+    for use in report.uses:
+        if use.rule is None:
+            continue
+        if all(use.status[t] is Status.SUPPORTED for t in report.targets):
+            continue
+        first.setdefault(use.name, use)
+        counts[use.name] += 1
+    if not first:
+        return
+    table = Table(
+        title="Needs attention (partial or unsupported on a route)",
+        title_justify="left",
+        show_edge=False,
+    )
+    table.add_column("CUDA name")
+    table.add_column("family")
+    for target in report.targets:
+        table.add_column(TARGET_TITLE[target])
+    table.add_column("first use")
+    table.add_column("uses", justify="right")
+
+    def badness(name: str) -> tuple[int, str]:
+        use = first[name]
+        return (-sum(use.status[t] is Status.UNSUPPORTED for t in report.targets), name)
+
+    ordered = sorted(first, key=badness)
+    for name in ordered[:MAX_ATTENTION_ROWS]:
+        use = first[name]
+        cells = [
+            _status_cell(use.status[t], use.hip if t is Target.HIP else None)
+            for t in report.targets
+        ]
+        table.add_row(
+            Text(name), use.family, *cells, Text(f"{use.path}:{use.span.line}"), str(counts[name])
+        )
+    console.print(table)
+    if len(ordered) > MAX_ATTENTION_ROWS:
+        console.print(f"  … and {len(ordered) - MAX_ATTENTION_ROWS} more (see --format json)")
+
+
+def _unknown(console: Console, report: Report) -> None:
+    unknown = Counter(u.name for u in report.uses if u.rule is None)
+    if not unknown:
+        return
+    listed = ", ".join(f"{name} ×{n}" for name, n in unknown.most_common(20))
+    more = f", … ({len(unknown) - 20} more)" if len(unknown) > 20 else ""
+    console.print(Text(f"Not in the rule set (status unknown): {listed}{more}"))
+
+
+def _skipped(console: Console, report: Report) -> None:
+    if not report.skipped:
+        return
+    console.print(Text(f"Skipped {len(report.skipped)} file(s):", style="bold"))
+    for item in report.skipped[:20]:
+        console.print(Text(f"  {item.path}: {item.reason}"))
+    if len(report.skipped) > 20:
+        console.print(f"  … and {len(report.skipped) - 20} more (see --format json)")

@@ -1,0 +1,23 @@
+"""Locate the data that ships with portcheck (rules/, templates/).
+
+In an installed wheel the data lives inside the package (portcheck/rules); in a
+source checkout it lives at the top level (rules/). Both are read through
+importlib.resources so that a non-editable install behaves like the checkout.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+
+
+def data_dir(name: str) -> Traversable:
+    """The shipped data folder `name` ("rules" or "templates")."""
+    packaged = resources.files("portcheck").joinpath(name)
+    if packaged.is_dir():
+        return packaged
+    checkout = Path(__file__).resolve().parent.parent / name
+    if checkout.is_dir():
+        return checkout
+    raise FileNotFoundError(f"portcheck data folder {name!r} is missing from this installation")

@@ -1,0 +1,223 @@
+"""The rule set: loading, validating and looking up rules/*.yaml.
+
+Each family file maps CUDA names to their HIP equivalent and to a status on each
+target, with the provenance of every fact. Files are validated once, at load:
+an unknown key, a bad status, a duplicate name or a dangling source id is an
+error that names the file, the entry and the key.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from portcheck.model import TARGETS, ApiRule, Status, Verdicts
+from portcheck.resources import data_dir
+
+SCHEMA = "portcheck.rules/1"
+KINDS = frozenset({"function", "type", "enum", "macro", "namespace", "header", "variable"})
+FILE_KEYS = frozenset({"schema", "family", "title", "sources", "entries"})
+ENTRY_REQUIRED = frozenset({"cuda", "kind", "hip", "status", "source"})
+ENTRY_OPTIONAL = frozenset({"since", "deprecated", "removed", "notes"})
+SOURCE_KEYS = frozenset({"project", "ref", "path", "url", "note"})
+INFERRED_PREFIX = "inferred:"
+
+
+class RuleError(ValueError):
+    """A rule file is malformed. The message names file, entry and key."""
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """All rules, indexed by CUDA name for one dictionary lookup per use."""
+
+    rules: Mapping[str, ApiRule]
+    titles: Mapping[str, str]
+
+    def lookup(self, name: str) -> ApiRule | None:
+        return self.rules.get(name)
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    def __iter__(self) -> Iterator[ApiRule]:
+        return iter(self.rules.values())
+
+    @property
+    def families(self) -> dict[str, int]:
+        return dict(sorted(Counter(rule.family for rule in self.rules.values()).items()))
+
+    def stats(self) -> dict[str, object]:
+        """The `portcheck rules stats` document."""
+        incomplete = sum(
+            1
+            for rule in self.rules.values()
+            if any(rule.status[t] is Status.UNKNOWN for t in TARGETS)
+        )
+        return {
+            "total": len(self.rules),
+            "families": self.families,
+            "entries_without_full_status": incomplete,
+        }
+
+
+def _fail(where: str, message: str) -> RuleError:
+    return RuleError(f"{where}: {message}")
+
+
+def _describe_source(source_id: str, sources: Mapping[str, Mapping[str, str]]) -> str:
+    src = sources[source_id]
+    ref = src.get("ref", "")
+    text = f"{src['project']}@{ref[:12]}" if ref else src["project"]
+    if src.get("path"):
+        text += f" {src['path']}"
+    return text
+
+
+def _parse_sources(raw: Any, where: str) -> dict[str, dict[str, str]]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise _fail(where, "'sources' must be a mapping of id -> {project, ref, path}")
+    sources: dict[str, dict[str, str]] = {}
+    for source_id, body in raw.items():
+        at = f"{where}: sources.{source_id}"
+        if not isinstance(body, dict) or "project" not in body:
+            raise _fail(at, "needs at least a 'project' key")
+        unknown = set(body) - SOURCE_KEYS
+        if unknown:
+            raise _fail(at, f"unknown key(s) {sorted(unknown)}")
+        sources[str(source_id)] = {k: str(v) for k, v in body.items()}
+    return sources
+
+
+def _parse_entry(
+    raw: Any, index: int, family: str, sources: Mapping[str, Mapping[str, str]], where: str
+) -> ApiRule:
+    if not isinstance(raw, dict):
+        raise _fail(f"{where}: entry {index}", "must be a mapping")
+    name = raw.get("cuda")
+    at = f"{where}: entry {index} (cuda={name!r})"
+    if not isinstance(name, str) or not name:
+        raise _fail(at, "key 'cuda': must be a non-empty string")
+    unknown = set(raw) - ENTRY_REQUIRED - ENTRY_OPTIONAL
+    if unknown:
+        raise _fail(at, f"unknown key(s) {sorted(unknown)}")
+    missing = ENTRY_REQUIRED - set(raw)
+    if missing:
+        raise _fail(at, f"missing key(s) {sorted(missing)}")
+    if raw["kind"] not in KINDS:
+        raise _fail(at, f"key 'kind': {raw['kind']!r} is not one of {sorted(KINDS)}")
+    hip = raw["hip"]
+    if hip is not None and not isinstance(hip, str):
+        raise _fail(at, "key 'hip': must be a string or null")
+
+    status = raw["status"]
+    if not isinstance(status, dict) or set(status) != {str(t) for t in TARGETS}:
+        raise _fail(at, "key 'status': must give exactly hip, zluda and scale")
+    values = {}
+    for target, value in status.items():
+        try:
+            values[target] = Status(value)
+        except ValueError:
+            allowed = ", ".join(s.value for s in Status)
+            raise _fail(at, f"key 'status.{target}': {value!r} is not one of {allowed}") from None
+
+    source = raw["source"]
+    if not isinstance(source, dict) or set(source) != {str(t) for t in TARGETS}:
+        raise _fail(at, "key 'source': must give exactly hip, zluda and scale")
+    described = {}
+    for target, ref in source.items():
+        ref = str(ref)
+        if ref.startswith(INFERRED_PREFIX):
+            described[target] = ref
+        elif ref in sources:
+            described[target] = _describe_source(ref, sources)
+        else:
+            raise _fail(
+                at,
+                f"key 'source.{target}': {ref!r} is neither a source id of this "
+                f"file ({', '.join(sorted(sources)) or 'none declared'}) nor 'inferred: …'",
+            )
+
+    def optional(key: str) -> str | None:
+        value = raw.get(key)
+        return None if value is None else str(value)
+
+    return ApiRule(
+        cuda=name,
+        family=family,
+        kind=raw["kind"],
+        hip=hip,
+        status=Verdicts(**values),
+        source=described,
+        since=optional("since"),
+        deprecated=optional("deprecated"),
+        removed=optional("removed"),
+        notes=optional("notes"),
+    )
+
+
+def parse_rule_file(text: str, where: str, stem: str) -> tuple[str, str, list[ApiRule]]:
+    """Validate one family file; returns (family, title, rules)."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise _fail(where, f"not valid YAML: {exc}") from None
+    if not isinstance(doc, dict):
+        raise _fail(where, "must be a mapping with schema, family, sources and entries")
+    unknown = set(doc) - FILE_KEYS
+    if unknown:
+        raise _fail(where, f"unknown top-level key(s) {sorted(unknown)}")
+    if doc.get("schema") != SCHEMA:
+        raise _fail(where, f"key 'schema': expected {SCHEMA!r}, got {doc.get('schema')!r}")
+    family = doc.get("family")
+    if family != stem:
+        raise _fail(where, f"key 'family': {family!r} must match the file name {stem!r}")
+    sources = _parse_sources(doc.get("sources"), where)
+    entries = doc.get("entries") or []
+    if not isinstance(entries, list):
+        raise _fail(where, "key 'entries': must be a list")
+    rules = [_parse_entry(raw, i, family, sources, where) for i, raw in enumerate(entries)]
+    return family, str(doc.get("title") or family), rules
+
+
+def _rule_files(folder: Traversable | Path) -> Iterable[Traversable | Path]:
+    return sorted(
+        (f for f in folder.iterdir() if f.name.endswith(".yaml") and f.is_file()),
+        key=lambda f: f.name,
+    )
+
+
+def load_rules(folder: Traversable | Path | None = None) -> RuleSet:
+    """Load and validate every family file in `folder` (default: the shipped rules/)."""
+    folder = data_dir("rules") if folder is None else folder
+    rules: dict[str, ApiRule] = {}
+    origin: dict[str, str] = {}
+    titles: dict[str, str] = {}
+    for file in _rule_files(folder):
+        stem = file.name.removesuffix(".yaml")
+        family, title, parsed = parse_rule_file(file.read_text("utf-8"), file.name, stem)
+        titles[family] = title
+        for rule in parsed:
+            if rule.cuda in rules:
+                raise RuleError(
+                    f"{file.name}: duplicate name {rule.cuda!r} (already defined in "
+                    f"{origin[rule.cuda]})"
+                )
+            rules[rule.cuda] = rule
+            origin[rule.cuda] = file.name
+    return RuleSet(rules=rules, titles=titles)
+
+
+@lru_cache(maxsize=1)
+def default_rules() -> RuleSet:
+    """The shipped rule set, loaded once per process."""
+    return load_rules()

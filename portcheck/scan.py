@@ -1,0 +1,130 @@
+"""The scan pipeline: discover -> read -> parse/extract -> classify -> score -> Report."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from portcheck import __version__
+from portcheck.discover import MAX_FILE_BYTES, Candidate, discover, read_candidate
+from portcheck.extract import Extractor, FileScan
+from portcheck.model import TARGETS, FileSummary, Report, Skipped, Target, Use
+from portcheck.ruleset import RuleSet, default_rules
+from portcheck.score import scores
+
+ProgressCallback = Callable[[int, int, str], None]  # (done, total, current path)
+
+
+class ScanError(Exception):
+    """The scan cannot start (missing path, bad option). The message is for the user."""
+
+
+def parse_targets(targets: str | Sequence[str] | None) -> tuple[Target, ...]:
+    """`"hip,zluda"` or `["hip"]` -> targets; raises ScanError naming a bad one."""
+    if targets is None:
+        return TARGETS
+    names = targets.split(",") if isinstance(targets, str) else list(targets)
+    chosen: list[Target] = []
+    for name in (n.strip().lower() for n in names):
+        if not name:
+            continue
+        try:
+            target = Target(name)
+        except ValueError:
+            valid = ", ".join(t.value for t in TARGETS)
+            raise ScanError(f"unknown target {name!r} (choose from {valid})") from None
+        if target not in chosen:
+            chosen.append(target)
+    if not chosen:
+        raise ScanError("no target given")
+    return tuple(chosen)
+
+
+def scan(
+    path: str | os.PathLike[str],
+    *,
+    targets: str | Sequence[str] | None = None,
+    exclude: Sequence[str] = (),
+    rules: RuleSet | None = None,
+    max_file_bytes: int = MAX_FILE_BYTES,
+    progress: ProgressCallback | None = None,
+) -> Report:
+    """Scan a CUDA file or source tree and return its Report.
+
+    >>> report = scan("examples/saxpy-lab")          # doctest: +SKIP
+    >>> report.scores["hip"], len(report.uses)        # doctest: +SKIP
+    """
+    started = time.perf_counter()
+    root = Path(path)
+    if not root.exists():
+        raise ScanError(f"path does not exist: {root}")
+    chosen = parse_targets(targets)
+    extractor = Extractor(rules if rules is not None else default_rules())
+
+    candidates: list[Candidate] = []
+    skipped: list[Skipped] = []
+    for item in discover(root, exclude, max_file_bytes):
+        if isinstance(item, Skipped):
+            skipped.append(item)
+        else:
+            candidates.append(item)
+
+    scans: list[FileScan] = []
+    for done, candidate in enumerate(candidates):
+        if progress is not None:
+            progress(done, len(candidates), candidate.relpath)
+        data = read_candidate(candidate)
+        if data is None:
+            continue
+        if isinstance(data, Skipped):
+            skipped.append(data)
+            continue
+        scans.append(extractor.scan_file(candidate.relpath, candidate.language, data))
+    if progress is not None:
+        progress(len(candidates), len(candidates), "")
+
+    return _assemble(root, chosen, scans, skipped, time.perf_counter() - started)
+
+
+def _assemble(
+    root: Path,
+    targets: tuple[Target, ...],
+    scans: list[FileScan],
+    skipped: list[Skipped],
+    seconds: float,
+) -> Report:
+    # A CUDA-shaped name that the project defines itself (a CUDA_CHECK macro, a
+    # cudaHelper function) is the project's own code, not a CUDA API.
+    own_names = set().union(*(s.definitions for s in scans)) if scans else set()
+    files: list[FileSummary] = []
+    uses: list[Use] = []
+    for file_scan in scans:
+        kept = [u for u in file_scan.uses if u.rule is not None or u.name not in own_names]
+        uses.extend(kept)
+        files.append(
+            FileSummary(
+                path=file_scan.path,
+                language=file_scan.language,
+                lines=file_scan.lines,
+                encoding=file_scan.encoding,
+                uses=len(kept),
+                findings=0,
+                parse_errors=file_scan.parse_errors,
+                scores=scores(kept, targets),
+            )
+        )
+    kernels = tuple(k for s in scans for k in s.kernels)
+    return Report(
+        root=str(root),
+        tool_version=__version__,
+        targets=targets,
+        files=tuple(files),
+        uses=tuple(uses),
+        findings=(),
+        skipped=tuple(sorted(skipped, key=lambda s: s.path)),
+        kernels=kernels,
+        scores=scores(uses, targets),
+        seconds=seconds,
+    )

@@ -1,0 +1,35 @@
+"""Shared helpers: fixture paths and the `expect-use:` marker reader."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SCAN_FIXTURES = FIXTURES / "scan"
+REPO = Path(__file__).parent.parent
+
+# `// expect-use: a b c` (or inside /* … */ in a macro) names the CUDA uses
+# expected on the next line, in any order, duplicates counted.
+MARKER = re.compile(r"expect-use:\s*([^*\\]*?)\s*(?:\*/)?\s*\\?\s*$")
+
+
+def expected_uses(path: Path) -> Counter[tuple[str, int]]:
+    expected: Counter[tuple[str, int]] = Counter()
+    text = path.read_bytes().decode("utf-8", "replace")
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = MARKER.search(line)
+        if match:
+            for name in match.group(1).split():
+                expected[(name, number + 1)] += 1
+    return expected
+
+
+@pytest.fixture(scope="session")
+def rules():
+    from portcheck.ruleset import default_rules
+
+    return default_rules()

@@ -1,0 +1,51 @@
+"""A non-editable install must carry rules/ and templates/ inside the package."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+
+from conftest import REPO
+
+
+def test_wheel_ships_the_rules_and_loads_them(tmp_path):
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    (wheel,) = tmp_path.glob("portcheck-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = set(zf.namelist())
+        zf.extractall(tmp_path / "site")
+    assert "portcheck/rules/runtime.yaml" in names
+    assert "portcheck/rules/headers.yaml" in names
+    # Import from the unpacked wheel only (not the checkout): the rules load from inside it.
+    code = (
+        "import portcheck, portcheck.resources as r; "
+        "print(r.data_dir('rules')); print(len(portcheck.load_rules()))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path / "site")},
+        check=True,
+    )
+    location, count = out.stdout.split()
+    assert location.startswith(str(tmp_path / "site"))
+    assert int(count) >= 400

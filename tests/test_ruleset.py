@@ -1,0 +1,137 @@
+"""The rule loader refuses malformed data with a message that says where, and the shipped
+rules load, cover the families and carry provenance."""
+
+from __future__ import annotations
+
+import pytest
+
+from portcheck.model import Status
+from portcheck.ruleset import RuleError, load_rules
+
+GOOD_ENTRY = """
+  - cuda: cudaMalloc
+    kind: function
+    hip: hipMalloc
+    status: {hip: supported, zluda: supported, scale: supported}
+    source: {hip: hipify, zluda: "inferred: cuMemAlloc is implemented", scale: scale}
+"""
+HEADER = """schema: portcheck.rules/1
+family: runtime
+sources:
+  hipify: {project: ROCm/HIPIFY, ref: 0123456789abcdef, path: docs/tables/runtime.md}
+  scale: {project: spectral-compute/scale-docs, ref: fedcba, path: api-runtime.md}
+entries:
+"""
+
+
+def write(tmp_path, name, text):
+    (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_a_valid_file_loads_with_described_sources(tmp_path):
+    rules = load_rules(write(tmp_path, "runtime.yaml", HEADER + GOOD_ENTRY))
+    rule = rules.lookup("cudaMalloc")
+    assert rule.hip == "hipMalloc" and rule.status.zluda is Status.SUPPORTED
+    assert rule.source["hip"] == "ROCm/HIPIFY@0123456789ab docs/tables/runtime.md"
+    assert rule.source["zluda"] == "inferred: cuMemAlloc is implemented"
+
+
+@pytest.mark.parametrize(
+    "mutation, message",
+    [
+        (
+            ("scale: supported}", "scale: works}"),
+            "runtime.yaml: entry 0 (cuda='cudaMalloc'): key 'status.scale': 'works' is not one of",
+        ),
+        (
+            ("hip: hipMalloc", "hip: hipMalloc\n    colour: blue"),
+            "runtime.yaml: entry 0 (cuda='cudaMalloc'): unknown key(s) ['colour']",
+        ),
+        (("kind: function", "kind: gadget"), "key 'kind': 'gadget' is not one of"),
+        (
+            ("scale: scale}", "scale: nvidia}"),
+            "key 'source.scale': 'nvidia' is neither a source id",
+        ),
+        (
+            (
+                "status: {hip: supported, zluda: supported, scale: supported}",
+                "status: {hip: supported}",
+            ),
+            "key 'status': must give exactly hip, zluda and scale",
+        ),
+    ],
+)
+def test_malformed_entries_are_rejected_with_file_entry_and_key(tmp_path, mutation, message):
+    old, new = mutation
+    write(tmp_path, "runtime.yaml", HEADER + GOOD_ENTRY.replace(old, new))
+    with pytest.raises(RuleError) as err:
+        load_rules(tmp_path)
+    assert message in str(err.value)
+
+
+def test_duplicate_names_across_files_are_rejected(tmp_path):
+    write(tmp_path, "runtime.yaml", HEADER + GOOD_ENTRY)
+    write(tmp_path, "driver.yaml", HEADER.replace("family: runtime", "family: driver") + GOOD_ENTRY)
+    with pytest.raises(
+        RuleError,
+        match=r"runtime.yaml: duplicate name 'cudaMalloc' \(already defined in driver.yaml\)",
+    ):
+        load_rules(tmp_path)
+
+
+def test_family_must_match_file_name(tmp_path):
+    write(tmp_path, "cublas.yaml", HEADER + GOOD_ENTRY)
+    with pytest.raises(RuleError, match="'runtime' must match the file name 'cublas'"):
+        load_rules(tmp_path)
+
+
+def test_shipped_rules_cover_the_families(rules):
+    families = rules.families
+    for family in (
+        "runtime",
+        "driver",
+        "device",
+        "cublas",
+        "cublaslt",
+        "curand",
+        "cufft",
+        "cusparse",
+        "cusolver",
+        "cudnn",
+        "nccl",
+        "nvtx",
+        "thrust",
+        "cub",
+        "nvrtc",
+        "cooperative_groups",
+        "wmma",
+        "headers",
+    ):
+        assert families.get(family, 0) >= 5, family
+    assert len(rules) >= 400
+
+
+@pytest.mark.parametrize(
+    "cuda, hip",
+    [
+        ("cudaMalloc", "hipMalloc"),
+        ("cudaMemcpyAsync", "hipMemcpyAsync"),
+        ("cudaStream_t", "hipStream_t"),
+        ("cuModuleLoadData", "hipModuleLoadData"),
+        ("cuLaunchKernel", "hipModuleLaunchKernel"),
+        ("cublasSgemm", "hipblasSgemm"),
+        ("curandCreateGenerator", "hiprandCreateGenerator"),
+        ("cufftPlan2d", "hipfftPlan2d"),
+        ("cuda_runtime.h", "hip/hip_runtime.h"),
+        ("__shfl_down_sync", "__shfl_down_sync"),
+    ],
+)
+def test_known_mappings(rules, cuda, hip):
+    assert rules.lookup(cuda).hip == hip
+
+
+def test_every_shipped_entry_records_where_each_status_came_from(rules):
+    for rule in rules:
+        assert set(rule.source) == {"hip", "zluda", "scale"}, rule.cuda
+        assert all(rule.source.values()), rule.cuda

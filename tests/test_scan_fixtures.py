@@ -1,0 +1,100 @@
+"""Every CUDA use in the fixture files is found, on the right line, and nothing else is."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+import portcheck
+
+from conftest import SCAN_FIXTURES, expected_uses
+
+MARKED = sorted(
+    p.name for p in SCAN_FIXTURES.iterdir() if "expect-use:" in p.read_bytes().decode("latin-1")
+)
+
+
+@pytest.mark.parametrize("name", MARKED)
+def test_uses_match_markers_exactly(name):
+    path = SCAN_FIXTURES / name
+    report = portcheck.scan(path)
+    found = Counter((u.name, u.span.line) for u in report.uses)
+    expected = expected_uses(path)
+    assert found == expected, (
+        f"missing: {sorted((expected - found).elements())}\n"
+        f"unexpected: {sorted((found - expected).elements())}"
+    )
+
+
+def test_fixture_set_covers_the_cases_the_scanner_must_handle():
+    assert {
+        "reduction.cu",
+        "cublas_gemm.cu",
+        "driver_api.cpp",
+        "library_headers.cu",
+        "decoys.cu",
+        "latin1.cu",
+        "macro_heavy.cu",
+    } <= set(MARKED)
+
+
+def test_columns_are_one_based_characters():
+    report = portcheck.scan(SCAN_FIXTURES / "reduction.cu")
+    malloc = next(u for u in report.uses if u.name == "cudaMalloc")
+    assert (malloc.span.line, malloc.span.column) == (39, 3)
+    assert malloc.span.end_column == 3 + len("cudaMalloc")
+    # Latin-1 text before a name on the same line counts characters, not bytes.
+    latin = portcheck.scan(SCAN_FIXTURES / "latin1.cu")
+    sync = next(u for u in latin.uses if u.name == "cudaDeviceSynchronize")
+    assert sync.span.column == len("  k<<<1, 32>>>(x); ") + 1
+
+
+def test_device_code_is_told_apart_from_host_code():
+    report = portcheck.scan(SCAN_FIXTURES / "reduction.cu")
+    by_name = {u.name: u for u in report.uses}
+    assert by_name["__shfl_down_sync"].in_device_code
+    assert by_name["atomicAdd"].in_device_code
+    assert not by_name["cudaMalloc"].in_device_code
+    assert not by_name["<<<>>>"].in_device_code
+
+
+def test_uses_are_classified_with_the_hip_name_and_three_statuses():
+    report = portcheck.scan(SCAN_FIXTURES / "cublas_gemm.cu")
+    by_name = {u.name: u for u in report.uses}
+    assert by_name["cublasSgemm"].hip == "hipblasSgemm"
+    assert by_name["cublasSgemm"].family == "cublas"
+    assert by_name["cublasHandle_t"].hip == "hipblasHandle_t"
+    assert by_name["cudaStream_t"].hip == "hipStream_t"
+    for use in report.uses:
+        assert use.rule is not None, f"{use.name} should be in the rule set"
+        assert set(use.status.to_dict()) == {"hip", "zluda", "scale"}
+
+
+def test_driver_api_cpp_is_discovered_in_a_tree_and_classified(tmp_path):
+    (tmp_path / "driver_api.cpp").write_bytes((SCAN_FIXTURES / "driver_api.cpp").read_bytes())
+    (tmp_path / "plain.cpp").write_bytes((SCAN_FIXTURES / "plain.cpp").read_bytes())
+    report = portcheck.scan(tmp_path)
+    assert [f.path for f in report.files] == ["driver_api.cpp"]
+    by_name = {u.name: u for u in report.uses}
+    assert by_name["cuModuleLoadData"].family == "driver"
+    assert by_name["cuLaunchKernel"].hip == "hipModuleLaunchKernel"
+    assert by_name["CUdeviceptr"].hip == "hipDeviceptr_t"
+
+
+def test_project_macro_with_cuda_like_name_is_not_a_cuda_use():
+    report = portcheck.scan(SCAN_FIXTURES / "cublas_gemm.cu")
+    assert "CUBLAS_CHECK" not in {u.name for u in report.uses}
+
+
+def test_kernels_are_listed_with_their_lines():
+    report = portcheck.scan(SCAN_FIXTURES / "reduction.cu")
+    assert [(k.name, k.span.line) for k in report.kernels] == [("reduceSum", 17)]
+
+
+def test_macro_heavy_file_degrades_gracefully():
+    report = portcheck.scan(SCAN_FIXTURES / "macro_heavy.cu")
+    (summary,) = report.files
+    assert summary.parse_errors > 0
+    # Uses after the unparseable line are still found (also checked by the markers).
+    assert ("cudaDeviceReset", 23) in {(u.name, u.span.line) for u in report.uses}
