@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -12,7 +13,7 @@ from pathlib import Path
 import click
 
 from portcheck import __version__
-from portcheck.model import Report
+from portcheck.model import TARGETS, Report
 from portcheck.report import FORMATTERS
 from portcheck.report.text import render_text
 from portcheck.ruleset import RuleError
@@ -147,7 +148,7 @@ def _emit(report: Report, fmt: str, output: Path | None) -> None:
     if output is None:
         if fmt == "text":
             color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-            columns = os.get_terminal_size().columns if sys.stdout.isatty() else 110
+            columns = os.get_terminal_size().columns if sys.stdout.isatty() else 120
             click.echo(render_text(report, color=color, width=max(columns, 80)), nl=False)
         else:
             click.echo(FORMATTERS[fmt](report), nl=False)
@@ -158,6 +159,68 @@ def _emit(report: Report, fmt: str, output: Path | None) -> None:
         click.echo(f"Error: cannot write {output}: {exc.strerror or exc}", err=True)
         sys.exit(EXIT_USAGE)
     click.echo(f"portcheck: wrote {fmt} report to {output}", err=True)
+
+
+@main.group("rules")
+def rules_group() -> None:
+    """Look up the CUDA -> HIP / ZLUDA / SCALE rule set."""
+
+
+def _load_rules_or_exit():
+    from portcheck.ruleset import default_rules
+
+    try:
+        return default_rules()
+    except RuleError as exc:
+        click.echo(f"Error: the rule set is invalid: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
+@rules_group.command("show")
+@click.argument("names", nargs=-1, required=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def rules_show(names: tuple[str, ...], fmt: str) -> None:
+    """Show the rule for each CUDA NAME. Exit 1 if any name is unknown."""
+    rules = _load_rules_or_exit()
+    found = [rule for name in names if (rule := rules.lookup(name)) is not None]
+    missing = [name for name in names if rules.lookup(name) is None]
+    if fmt == "json":
+        click.echo(json.dumps([rule.to_dict() for rule in found], indent=2))
+    else:
+        for rule in found:
+            hip = rule.hip or "(no HIP equivalent)"
+            click.echo(f"{rule.cuda}  [{rule.family}, {rule.kind}]  ->  {hip}")
+            for target in TARGETS:
+                click.echo(
+                    f"  {target.value:<6} {rule.status[target].value:<12} {rule.source[target]}"
+                )
+            for key in ("since", "deprecated", "removed", "notes"):
+                if getattr(rule, key):
+                    click.echo(f"  {key}: {getattr(rule, key)}")
+    for name in missing:
+        click.echo(f"portcheck: no rule for {name!r}", err=True)
+    if missing:
+        sys.exit(EXIT_FAIL_UNDER)
+
+
+@rules_group.command("stats")
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def rules_stats(fmt: str) -> None:
+    """Count the rules per family."""
+    stats = _load_rules_or_exit().stats()
+    if fmt == "json":
+        click.echo(json.dumps(stats, indent=2))
+        return
+    click.echo(
+        f"{stats['total']} rules; {stats['entries_without_full_status']} without a "
+        "known status on every target"
+    )
+    for family, count in stats["families"].items():
+        click.echo(f"  {family:<20} {count}")
 
 
 if __name__ == "__main__":  # pragma: no cover

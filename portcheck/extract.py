@@ -26,6 +26,9 @@ from portcheck.parse.treesitter import STRUCTURE_QUERY
 from portcheck.ruleset import RuleSet
 
 TOKEN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# `#define NAME`: read lexically too, because multi-line macros with aligned
+# backslashes are where the grammar most often gives up (an ERROR node).
+MACRO_DEFINITION = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 
 # Names shaped like CUDA APIs. A name of this shape that the rule set does not
 # know is still reported (status unknown) unless the project defines it itself.
@@ -106,6 +109,8 @@ DECLARATOR_PARENTS = frozenset(
     }
 )
 DEVICE_QUALIFIERS = frozenset({"__global__", "__device__"})
+# Standard C names that CUDA also provides in device code: a CUDA use only there.
+C_LIBRARY_NAMES = frozenset({"printf", "assert", "clock", "malloc", "free", "memcpy", "memset"})
 LAUNCH_NAME = "<<<>>>"
 ASM_NAME = "asm"
 
@@ -233,9 +238,7 @@ class Extractor:
         self.start_tokens = frozenset(s.encode() for s in starts if s.isidentifier())
         # One C-level regex proposes candidates: known first tokens, or CUDA-shaped names.
         known = trie_pattern(sorted(s for s in starts if s.isidentifier()))
-        self.candidates = re.compile(
-            rf"\b(?:(?:{known})\b|(?:{CUDA_SHAPE.pattern}))".encode()
-        )
+        self.candidates = re.compile(rf"\b(?:(?:{known})\b|(?:{CUDA_SHAPE.pattern}))".encode())
 
     # -- classification ---------------------------------------------------------------
 
@@ -274,6 +277,9 @@ class Extractor:
             return i >= 0 and offset < device_ranges[i][1]
 
         def add(name: str, kind: str, rule: ApiRule | None, start: int, end: int) -> None:
+            device = in_device(start)
+            if name in C_LIBRARY_NAMES and not device:
+                return
             family = rule.family if rule else guess_family(name)
             result.uses.append(
                 Use(
@@ -367,6 +373,11 @@ class Extractor:
 
     def _scan_tokens(self, data, root, aliases, using_namespaces, add, definitions) -> None:
         masked_cache: dict[int, list[tuple[int, int]]] = {}
+        macro_names = (
+            {m.start(1): m.group(1).decode() for m in MACRO_DEFINITION.finditer(data)}
+            if b"define" in data
+            else {}
+        )
         # Names made visible by an alias or `using namespace nvcuda;` (then `wmma::…`).
         local: set[bytes] = set(aliases)
         for namespace in using_namespaces:
@@ -380,6 +391,9 @@ class Extractor:
         for match in matches:
             token = match.group()
             start, end = match.span()
+            if start in macro_names:
+                definitions.add(macro_names[start])
+                continue
             if end < len(data) and (data[end : end + 1].isalnum() or data[end : end + 1] == b"_"):
                 continue  # a CUDA-shaped prefix of a longer name
             node = root.descendant_for_byte_range(start, end)
@@ -411,9 +425,15 @@ class Extractor:
         ranges = cache.get(node.start_byte)
         if ranges is None:
             ranges = cache[node.start_byte] = _masked_ranges(node.text or b"")
+        text = node.text or b""
         offset = start - node.start_byte
-        if offset > 0 and (node.text or b"")[offset - 1 : offset].isalnum():
-            return False
+        before = text[:offset].rstrip()
+        if before.endswith((b".", b"->")):
+            return False  # a member: `obj.cudaFree`
+        if before.endswith(b"::"):
+            scope = re.search(rb"(\w*)\s*::$", before)
+            if scope is not None and scope.group(1):
+                return False  # `std::printf`, `mylib::cudaFree` (CUDA scopes start their own token)
         return not any(a <= offset < b for a, b in ranges)
 
     def _classify_name_node(self, node, token, aliases, using_namespaces, add, definitions) -> None:
@@ -470,7 +490,9 @@ class Extractor:
     def _is_definition(node: Node, parent: Node, ptype: str) -> bool:
         """Is this name being declared here (a macro, function, variable, type or
         enumerator of the project's own) rather than used?"""
-        if ptype in ("preproc_def", "preproc_function_def", "enumerator"):
+        # Macro names are recognised lexically (MACRO_DEFINITION): after an ERROR the
+        # grammar sometimes takes a token of the macro body for the macro's name.
+        if ptype == "enumerator":
             return parent.child_by_field_name("name") == node
         if ptype in DECLARATOR_PARENTS:
             return parent.child_by_field_name("declarator") == node

@@ -17,20 +17,27 @@ STATUS_STYLE = {
     Status.UNSUPPORTED: "red",
     Status.UNKNOWN: "dim",
 }
+STATUS_MARK = {
+    Status.SUPPORTED: "✓",
+    Status.PARTIAL: "~",
+    Status.UNSUPPORTED: "✗",
+    Status.UNKNOWN: "?",
+}
 TARGET_TITLE = {Target.HIP: "HIP", Target.ZLUDA: "ZLUDA", Target.SCALE: "SCALE"}
 MAX_ATTENTION_ROWS = 40
+SCORE_BAR_WIDTH = 30
+ROUTE_BLURB = {
+    Target.HIP: "translate to HIP, build with hipcc",
+    Target.ZLUDA: "run the CUDA binary unchanged (RDNA)",
+    Target.SCALE: "compile the CUDA source for AMD",
+}
 
 
 def _score_style(score: int) -> str:
     return "green" if score >= 90 else "yellow" if score >= 70 else "red"
 
 
-def _status_cell(status: Status, hip_name: str | None = None) -> Text:
-    label = status.value if hip_name is None else f"{hip_name or '—'} ({status.value})"
-    return Text(label, style=STATUS_STYLE[status])
-
-
-def render_text(report: Report, color: bool = False, width: int = 110) -> str:
+def render_text(report: Report, color: bool = False, width: int = 120) -> str:
     buffer = io.StringIO()
     console = Console(
         file=buffer,
@@ -67,16 +74,17 @@ def _header(console: Console, report: Report) -> None:
 
 
 def _scores(console: Console, report: Report) -> None:
-    table = Table(title="Readiness by route (0–100)", title_justify="left", show_edge=False)
+    console.print(Text("Readiness by route (0–100)", style="bold"))
     for target in report.targets:
-        table.add_column(TARGET_TITLE[target], justify="center")
-    table.add_row(
-        *(
-            Text(str(report.scores[str(t)]), style=f"bold {_score_style(report.scores[str(t)])}")
-            for t in report.targets
-        )
-    )
-    console.print(table)
+        score = report.scores[str(target)]
+        filled = round(score / 100 * SCORE_BAR_WIDTH)
+        line = Text(f"  {TARGET_TITLE[target]:<6} ")
+        line.append(f"{score:>3}  ", style=f"bold {_score_style(score)}")
+        line.append("█" * filled, style=_score_style(score))
+        line.append("·" * (SCORE_BAR_WIDTH - filled), style="dim")
+        line.append(f"  {ROUTE_BLURB[target]}", style="dim")
+        console.print(line)
+    console.print()
 
 
 def _families(console: Console, report: Report) -> None:
@@ -108,43 +116,47 @@ def _attention(console: Console, report: Report) -> None:
     first: dict[str, Use] = {}
     counts: Counter[str] = Counter()
     for use in report.uses:
-        if use.rule is None:
-            continue
-        if all(use.status[t] is Status.SUPPORTED for t in report.targets):
+        if use.rule is None or all(use.status[t] is Status.SUPPORTED for t in report.targets):
             continue
         first.setdefault(use.name, use)
         counts[use.name] += 1
     if not first:
         return
     table = Table(
-        title="Needs attention (partial or unsupported on a route)",
+        title="Needs attention: partial (~) or unsupported (✗) on a route; ✓ supported, ? unknown",
         title_justify="left",
         show_edge=False,
     )
-    table.add_column("CUDA name")
-    table.add_column("family")
+    table.add_column("CUDA name", no_wrap=True)
+    table.add_column("HIP equivalent", no_wrap=True, max_width=28)
     for target in report.targets:
-        table.add_column(TARGET_TITLE[target])
-    table.add_column("first use")
-    table.add_column("uses", justify="right")
+        table.add_column(TARGET_TITLE[target], justify="center", min_width=5)
+    table.add_column("first use", no_wrap=True)
+    table.add_column("uses", justify="right", min_width=4)
 
-    def badness(name: str) -> tuple[int, str]:
+    def badness(name: str) -> tuple[int, int, str]:
         use = first[name]
-        return (-sum(use.status[t] is Status.UNSUPPORTED for t in report.targets), name)
+        unsupported = sum(use.status[t] is Status.UNSUPPORTED for t in report.targets)
+        return (-int(use.status[Target.HIP] is not Status.SUPPORTED), -unsupported, name)
 
     ordered = sorted(first, key=badness)
     for name in ordered[:MAX_ATTENTION_ROWS]:
         use = first[name]
-        cells = [
-            _status_cell(use.status[t], use.hip if t is Target.HIP else None)
+        marks = [
+            Text(STATUS_MARK[use.status[t]], style=STATUS_STYLE[use.status[t]])
             for t in report.targets
         ]
         table.add_row(
-            Text(name), use.family, *cells, Text(f"{use.path}:{use.span.line}"), str(counts[name])
+            Text(name),
+            Text(use.hip or "—"),
+            *marks,
+            Text(f"{use.path}:{use.span.line}"),
+            str(counts[name]),
         )
     console.print(table)
     if len(ordered) > MAX_ATTENTION_ROWS:
         console.print(f"  … and {len(ordered) - MAX_ATTENTION_ROWS} more (see --format json)")
+    console.print()
 
 
 def _unknown(console: Console, report: Report) -> None:

@@ -1,0 +1,1187 @@
+#!/usr/bin/env python3
+"""Build portcheck's rule files (rules/<family>.yaml) from upstream sources.
+
+This script owns the whole rule-building pipeline and nothing else:
+
+* **Reading sources** straight out of bare git repositories (``git show HEAD:path``):
+  - HIPIFY (ROCm/HIPIFY): the CUDA->HIP tables in ``docs/tables/*.md`` (names, HIP
+    equivalents, CUDA/HIP added/deprecated/removed/experimental versions) and the
+    ``src/CUDA2HIP_*.cpp`` maps (which tell a type from an enum value from a macro);
+  - ZLUDA (vosen/ZLUDA): the ``implemented`` lists in ``zluda/src/lib.rs`` and in the
+    replacement-library crates (zluda_blas, zluda_blaslt, zluda_sparse, zluda_fft,
+    zluda_dnn), the PTX instructions its parser accepts (``ptx_parser/src/lib.rs``) and
+    the special registers it lowers (``ptx/src/pass/mod.rs``);
+  - SCALE (spectral-compute/scale-docs): the API-difference pages for the Runtime,
+    Driver and Math APIs, the release changelogs (APIs added after the diff pages were
+    generated) and the inline-PTX instruction table;
+  - optionally SCALE's published library wrappers (spectral-compute/scale-library-wrappers),
+    which show which cuBLAS/cuRAND/cuSPARSE/cuSOLVER entry points SCALE declares.
+* **Combining** them with curated facts kept beside this script in tools/:
+  - ``seed_names.txt``: the names to emit (ignored with ``--all``);
+  - ``manual_families.yaml``: entries for names no parsed source covers (NCCL, NVTX,
+    Thrust, CUB, cooperative groups, WMMA, headers, builtins), each with a citation;
+  - ``target_facts.yaml``: the reasoning tables (which driver calls a runtime call needs,
+    which PTX instruction a device intrinsic becomes, per-library defaults) and the
+    per-name overrides, each with a citation or an ``inferred:`` reason.
+* **Writing** one ``<family>.yaml`` per family in the ``portcheck.rules/1`` schema.
+
+Usage::
+
+    python tools/build_rules.py --hipify DIR --zluda DIR --scale-docs DIR --out rules/ \
+        [--scale-wrappers DIR] [--all]
+
+Each DIR is a bare git repository read at HEAD; the commit of every repository read ends
+up in the `sources` of the family files. The committed rules/ were generated with
+``--scale-wrappers`` (spectral-compute/scale-library-wrappers); without it, SCALE's
+per-function verdicts for cuBLAS/cuRAND/cuSPARSE/cuSOLVER fall back to the family
+defaults in target_facts.yaml (mostly `unknown`). ``--all`` emits every name HIPIFY and the
+curated files know instead of the seed list (the future full knowledge base).
+
+Only the standard library and PyYAML are used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SCHEMA = "portcheck.rules/1"
+TOOLS_DIR = Path(__file__).resolve().parent
+TARGETS = ("hip", "zluda", "scale")
+STATUSES = ("supported", "partial", "unsupported", "unknown")
+
+FAMILY_TITLES = {
+    "runtime": "CUDA Runtime API",
+    "driver": "CUDA Driver API",
+    "device": "CUDA device code: builtins, intrinsics, math and vector types",
+    "cublas": "cuBLAS",
+    "cublaslt": "cuBLASLt",
+    "curand": "cuRAND (host and device API)",
+    "cufft": "cuFFT",
+    "cusparse": "cuSPARSE",
+    "cusolver": "cuSOLVER (dense)",
+    "cudnn": "cuDNN",
+    "nccl": "NCCL",
+    "nvtx": "NVTX",
+    "thrust": "Thrust",
+    "cub": "CUB",
+    "nvrtc": "NVRTC",
+    "cooperative_groups": "Cooperative Groups",
+    "wmma": "Warp matrix functions (nvcuda::wmma)",
+    "headers": "CUDA headers",
+}
+
+# HIPIFY tables (docs/tables/<file>) and the families whose names they hold.
+HIPIFY_TABLES = {
+    "runtime": "CUDA_Runtime_API_functions_supported_by_HIP.md",
+    "driver": "CUDA_Driver_API_functions_supported_by_HIP.md",
+    "device": "CUDA_Device_API_supported_by_HIP.md",
+    "complex": "cuComplex_API_supported_by_HIP.md",
+    "blas": "CUBLAS_API_supported_by_HIP.md",
+    "rand": "CURAND_API_supported_by_HIP.md",
+    "fft": "CUFFT_API_supported_by_HIP.md",
+    "sparse": "CUSPARSE_API_supported_by_HIP.md",
+    "solver": "CUSOLVER_API_supported_by_HIP.md",
+    "dnn": "CUDNN_API_supported_by_HIP_and_MIOPEN.md",
+    "cub": "CUB_API_supported_by_HIP.md",
+    "rtc": "CUDA_RTC_API_supported_by_HIP.md",
+}
+FAMILY_TABLES = {
+    "runtime": ["runtime"],
+    "driver": ["driver"],
+    "device": ["device", "complex"],
+    "cublas": ["blas"],
+    "cublaslt": ["blas"],
+    "curand": ["rand"],
+    "cufft": ["fft"],
+    "cusparse": ["sparse"],
+    "cusolver": ["solver"],
+    "cudnn": ["dnn"],
+    "cub": ["cub"],
+    "nvrtc": ["rtc"],
+}
+# Which family a whole table feeds in --all mode (cuBLASLt is split off by section).
+TABLE_FAMILY = {
+    "runtime": "runtime",
+    "driver": "driver",
+    "device": "device",
+    "complex": "device",
+    "blas": "cublas",
+    "rand": "curand",
+    "fft": "cufft",
+    "sparse": "cusparse",
+    "solver": "cusolver",
+    "dnn": "cudnn",
+    "cub": "cub",
+    "rtc": "nvrtc",
+}
+# For cuDNN the HIP column is the archived hipDNN; the MIOpen column is the ROCm route.
+USE_ROC_COLUMN = {"dnn"}
+
+HIPIFY_KIND_BY_CONV = {
+    "CONV_TYPE": "type",
+    "CONV_DEVICE_TYPE": "type",
+    "CONV_NUMERIC_LITERAL": "enum",
+    "CONV_DEFINE": "macro",
+    "CONV_LITERAL": "macro",
+}
+
+
+# --------------------------------------------------------------------------- git access
+
+
+class GitRepo:
+    """Read-only access to one bare git repository at HEAD."""
+
+    def __init__(self, path: str | Path, project: str):
+        self.path = str(path)
+        self.project = project
+        self.ref = self._git("rev-parse", "HEAD").strip()
+        self._listing: list[str] | None = None
+
+    def _git(self, *args: str) -> str:
+        result = subprocess.run(
+            ["git", "-C", self.path, *args], capture_output=True, text=True, check=False
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"git {' '.join(args)} failed in {self.path}: {result.stderr}")
+        return result.stdout
+
+    def show(self, path: str) -> str:
+        return self._git("show", f"HEAD:{path}")
+
+    def exists(self, path: str) -> bool:
+        return path in self.files()
+
+    def files(self) -> list[str]:
+        if self._listing is None:
+            self._listing = self._git("ls-tree", "-r", "--name-only", "HEAD").splitlines()
+        return self._listing
+
+    def source(self, path: str) -> dict[str, str]:
+        return {"project": self.project, "ref": self.ref, "path": path}
+
+
+# --------------------------------------------------------------------------- HIPIFY
+
+
+@dataclass
+class HipifyRow:
+    """One row of a HIPIFY markdown table."""
+
+    name: str
+    table: str
+    section: str
+    hip: str | None
+    cuda: dict[str, str]  # A/D/C/R of the CUDA column
+    hip_versions: dict[str, str]  # A/D/C/R/E of the target column used
+
+
+@dataclass
+class HipifyData:
+    repo: GitRepo
+    rows: dict[str, dict[str, HipifyRow]]  # table key -> name -> row
+    kinds: dict[str, str]  # CUDA name -> kind, from src/CUDA2HIP_*.cpp
+    hipdnn_names: dict[str, str]  # cuDNN name -> hipDNN name (HIPIFY's default target)
+    includes: dict[str, tuple[str, str]]  # CUDA header -> (HIP header, ROC header)
+
+    def find(self, family: str, name: str) -> HipifyRow | None:
+        """The row for `name`, preferring the tables of its family; names HIPIFY files
+        elsewhere (e.g. __CUDACC__ among driver types) are found in any table."""
+        tables = FAMILY_TABLES.get(family, []) + [
+            t for t in HIPIFY_TABLES if t not in FAMILY_TABLES.get(family, [])
+        ]
+        for table in tables:
+            row = self.rows.get(table, {}).get(name)
+            if row is not None:
+                return row
+        return None
+
+    def table_path(self, table: str) -> str:
+        return f"docs/tables/{HIPIFY_TABLES[table]}"
+
+
+def _table_cells(line: str) -> list[str]:
+    return [cell.strip().strip("`").strip() for cell in line.strip().strip("|").split("|")]
+
+
+def parse_hipify_table(text: str, table: str, use_roc: bool) -> dict[str, HipifyRow]:
+    """Parse one docs/tables/*.md file: `## section` headings, a `|**CUDA**|...` header
+    row giving the column groups, then one `|`name`|...` row per CUDA name."""
+    rows: dict[str, HipifyRow] = {}
+    section = ""
+    groups: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith("## "):
+            section = re.sub(r"[*#]", "", line).strip()
+            section = re.sub(r"^\d+\.\s*", "", section)
+        elif line.startswith("|**CUDA**"):
+            header = [c.strip("*") for c in _table_cells(line)]
+            groups = {h: i for i, h in enumerate(header) if h in ("CUDA", "HIP", "ROC", "MIOPEN")}
+        elif line.startswith("|`") and groups:
+            cells = _table_cells(line)
+            cuda_at = groups["CUDA"]
+            target = "MIOPEN" if use_roc and "MIOPEN" in groups else "HIP"
+            if use_roc and "ROC" in groups:
+                target = "ROC"
+            at = groups[target]
+            name = cells[cuda_at]
+            cuda = dict(zip("ADCR", cells[cuda_at + 1 : cuda_at + 5], strict=True))
+            hip_versions = dict(zip("ADCRE", cells[at + 1 : at + 6], strict=True))
+            rows[name] = HipifyRow(
+                name=name,
+                table=table,
+                section=section,
+                hip=cells[at] or None,
+                cuda={k: v for k, v in cuda.items() if v},
+                hip_versions={k: v for k, v in hip_versions.items() if v},
+            )
+    return rows
+
+
+_HIPIFY_MAP_ENTRY = re.compile(
+    r'\{"([^"]+)",\s*\{"([^"]*)",\s*"([^"]*)",\s*(CONV_\w+),\s*(API_\w+)'
+)
+
+
+def parse_hipify_maps(repo: GitRepo) -> tuple[dict[str, str], dict[str, str]]:
+    """Kinds from the conversion type of each src/CUDA2HIP_*.cpp entry, plus the
+    cuDNN->hipDNN names (HIPIFY's default cuDNN target)."""
+    kinds: dict[str, str] = {}
+    hipdnn: dict[str, str] = {}
+    for path in repo.files():
+        if not re.fullmatch(
+            r"src/CUDA2HIP_\w+_API_(functions|types)\.cpp|src/CUDA2HIP_Device_\w+\.cpp", path
+        ):
+            continue
+        functions_file = "functions" in path
+        for match in _HIPIFY_MAP_ENTRY.finditer(repo.show(path)):
+            name, hip, _roc, conv, api = match.groups()
+            kind = HIPIFY_KIND_BY_CONV.get(conv, "function" if functions_file else "type")
+            kinds.setdefault(name, kind)
+            if api == "API_DNN" and hip:
+                hipdnn.setdefault(name, hip)
+    return kinds, hipdnn
+
+
+HIPIFY_INCLUDE_MAP = "src/CUDA2HIP.cpp"
+_HIPIFY_INCLUDE = re.compile(r'\{"([^"]+)",\s*\{"([^"]*)",\s*"([^"]*)",\s*CONV_INCLUDE')
+
+
+def parse_hipify_includes(text: str) -> dict[str, tuple[str, str]]:
+    """CUDA header -> (HIP header, ROC-library header) from HIPIFY's CUDA_INCLUDE_MAP."""
+    return {m.group(1): (m.group(2), m.group(3)) for m in _HIPIFY_INCLUDE.finditer(text)}
+
+
+def load_hipify(repo: GitRepo) -> HipifyData:
+    rows = {
+        table: parse_hipify_table(repo.show(f"docs/tables/{file}"), table, table in USE_ROC_COLUMN)
+        for table, file in HIPIFY_TABLES.items()
+    }
+    kinds, hipdnn = parse_hipify_maps(repo)
+    includes = parse_hipify_includes(repo.show(HIPIFY_INCLUDE_MAP))
+    return HipifyData(repo=repo, rows=rows, kinds=kinds, hipdnn_names=hipdnn, includes=includes)
+
+
+# --------------------------------------------------------------------------- ZLUDA
+
+ZLUDA_DRIVER_LIST = "zluda/src/lib.rs"
+ZLUDA_PTX_PARSER = "ptx_parser/src/lib.rs"
+ZLUDA_SPECIAL_REGISTERS = "ptx/src/pass/mod.rs"
+_ZLUDA_LIST = re.compile(r"\b(\w+)\s*<=\s*\[([^\]]*)\]")
+_ZLUDA_DUAL_LIST = re.compile(r"\((\w+)\s*\|\s*(\w+)\)\s*<=\s*\[([^\]]*)\]")
+_API_SUFFIX = re.compile(r"(_v\d+)?(_ptds|_ptsz)?$")
+
+
+def normalize_versioned(name: str) -> str:
+    """cuMemAlloc_v2 -> cuMemAlloc, cuMemcpyHtoD_v2_ptds -> cuMemcpyHtoD: CUDA headers
+    #define the plain names to these versioned ABI symbols."""
+    return _API_SUFFIX.sub("", name)
+
+
+def parse_zluda_lists(text: str, prefix: str) -> set[str]:
+    """Names inside every `<macro> <= [ ... ]` list except the `unimplemented` one."""
+    names: set[str] = set()
+    for match in _ZLUDA_DUAL_LIST.finditer(text):
+        names.update(re.findall(r"\b(" + prefix + r"\w*)", match.group(3)))
+    for match in _ZLUDA_LIST.finditer(text):
+        macro, body = match.groups()
+        if macro != "unimplemented":
+            names.update(re.findall(r"\b(" + prefix + r"\w*)", body))
+    return names
+
+
+@dataclass
+class PtxGrammar:
+    """The PTX instruction forms ZLUDA's parser accepts."""
+
+    forms: list[list[str]]  # each form: dotted segments with optional `{...}` parts removed
+    placeholders: dict[str, set[str]]  # `.mode` -> {"up", "down", ...} (union over rules)
+
+    def accepts(self, wanted: str) -> bool:
+        """True when some form starts with the dotted instruction `wanted`, where a
+        placeholder segment in the form matches any of its declared values."""
+        need = wanted.split(".")
+        for form in self.forms:
+            if len(form) < len(need):
+                continue
+            if all(
+                seg == want or want in self.placeholders.get(seg, ())
+                for seg, want in zip(form, need, strict=False)
+            ):
+                return True
+        return False
+
+
+def parse_ptx_grammar(text: str) -> PtxGrammar:
+    forms: list[list[str]] = []
+    placeholders: dict[str, set[str]] = defaultdict(set)
+    for line in text.splitlines():
+        head = re.match(r"^    ([a-z][a-z0-9_]*(?:[.{][^\s]*)?)\s.*=>\s*\{\s*$", line)
+        if head and not line.lstrip().startswith(("let ", "match ", "if ", "Some", "None")):
+            form = re.sub(r"\{[^}]*\}", "", head.group(1))
+            forms.append([seg for seg in form.split(".") if seg])
+            continue
+        decl = re.match(r"^\s*\.([a-z_0-9]+)(?:::[a-z_0-9]+)?\s*:\s*\w+\s*=\s*\{([^}]*)\}", line)
+        if decl:
+            values = {v.strip().lstrip(".") for v in decl.group(2).split(",") if v.strip()}
+            placeholders[decl.group(1)].update(values)
+    return PtxGrammar(forms=forms, placeholders=dict(placeholders))
+
+
+@dataclass
+class ZludaData:
+    repo: GitRepo
+    driver: set[str]  # implemented driver functions, normalized names
+    driver_declared: set[str]
+    libraries: dict[str, set[str]]  # family -> implemented names (normalized)
+    library_paths: dict[str, str]
+    ptx: PtxGrammar
+    special_registers: set[str]
+
+
+def load_zluda(repo: GitRepo, crates: dict[str, dict[str, str]]) -> ZludaData:
+    driver_raw = parse_zluda_lists(repo.show(ZLUDA_DRIVER_LIST), "cu")
+    declared_text = repo.show("cuda_macros/src/cuda.rs")
+    declared = {normalize_versioned(n) for n in re.findall(r"\bfn\s+(cu\w+)", declared_text)}
+    libraries: dict[str, set[str]] = {}
+    library_paths: dict[str, str] = {}
+    for family, crate in crates.items():
+        raw = parse_zluda_lists(repo.show(crate["path"]), crate["prefix"])
+        exact = crate.get("exact_names", False)
+        libraries[family] = raw if exact else {normalize_versioned(n) for n in raw} | raw
+        library_paths[family] = crate["path"]
+    registers = set(re.findall(r'=>\s*"(%\w+)"', repo.show(ZLUDA_SPECIAL_REGISTERS)))
+    return ZludaData(
+        repo=repo,
+        driver={normalize_versioned(n) for n in driver_raw},
+        driver_declared=declared,
+        libraries=libraries,
+        library_paths=library_paths,
+        ptx=parse_ptx_grammar(repo.show(ZLUDA_PTX_PARSER)),
+        special_registers=registers,
+    )
+
+
+# --------------------------------------------------------------------------- SCALE
+
+SCALE_PAGES = {
+    "runtime": "docs/manual/library/apidiff/api-runtime.md",
+    "driver": "docs/manual/library/apidiff/api-driver.md",
+    "math": "docs/manual/library/apidiff/api-math.md",
+}
+SCALE_CHANGELOG_DIR = "docs/manual/changelogs/"
+SCALE_INLINE_PTX = "docs/manual/compiler/inline-ptx.md"
+
+
+@dataclass
+class ScaleListing:
+    """What one API-difference page says about one name."""
+
+    present: list[str] = field(default_factory=list)  # declarations without a '-'
+    missing: list[str] = field(default_factory=list)  # declarations marked '-'
+
+    def verdict(self, device_code: bool = False) -> tuple[str, str | None]:
+        """`device_code`: the page lists device functions (Math API), where a missing
+        overload is another argument type rather than the dynamic-parallelism variant."""
+        if device_code:
+            if not self.present:
+                return "unsupported", None
+            note = "SCALE lacks some overloads (other argument types)" if self.missing else None
+            return "supported", note
+        host_present = [d for d in self.present if not d.startswith("__device__")]
+        host_missing = [d for d in self.missing if not d.startswith("__device__")]
+        if host_present or (self.present and not host_missing):
+            note = None
+            if any(d.startswith("__device__") for d in self.missing):
+                note = "SCALE lacks the device-side (dynamic parallelism) overload"
+            elif host_missing:
+                note = "SCALE lacks some overloads of this name"
+            return "supported", note
+        return "unsupported", None
+
+
+def _declared_name(decl: str) -> tuple[str | None, str]:
+    """Name and declaration kind of one line of SCALE's diff listings."""
+    decl = re.sub(r"^template\s*<[^>]*>\s*", "", decl).strip()
+    for keyword, kind in (
+        ("#define", "macro"),
+        ("enum", "type"),
+        ("struct", "type"),
+        ("union", "type"),
+        ("class", "type"),
+    ):
+        match = re.match(re.escape(keyword) + r"\s+(\w+)\s*;?$", decl)
+        if match:
+            return match.group(1), kind
+    if decl.startswith("typedef"):
+        pointer = re.search(r"\(\s*\*\s*(\w+)\s*\)", decl)
+        if pointer:
+            return pointer.group(1), "type"
+        match = re.search(r"(\w+)\s*;\s*$", decl)
+        return (match.group(1) if match else None), "type"
+    match = re.search(r"(\w+)\s*\(", decl)
+    return (match.group(1) if match else None), "function"
+
+
+def parse_scale_page(text: str) -> dict[str, ScaleListing]:
+    listings: dict[str, ScaleListing] = defaultdict(ScaleListing)
+    in_block = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            in_block = not in_block
+            continue
+        if not in_block or not line.strip():
+            continue
+        missing = line.startswith("-")
+        decl = line[1:].strip() if line[:1] in "- " else line.strip()
+        name, _kind = _declared_name(decl)
+        if not name:
+            continue
+        (listings[name].missing if missing else listings[name].present).append(decl)
+    return dict(listings)
+
+
+def parse_scale_changelogs(repo: GitRepo) -> dict[str, str]:
+    """Names announced as newly supported/added APIs in SCALE's changelogs
+    -> the changelog file that announced them."""
+    added: dict[str, str] = {}
+    for path in sorted(p for p in repo.files() if p.startswith(SCALE_CHANGELOG_DIR)):
+        collecting = False
+        for line in repo.show(path).splitlines():
+            if re.search(r"new(ly)?[- ]?(supported|added)? (CUDA )?APIs?\b", line, re.I):
+                collecting = True
+                for name in re.findall(r"`(\w+)(?:\(\))?`", line):
+                    added.setdefault(name, path)
+                continue
+            if collecting and re.match(r"^\s+[*-]\s", line):
+                for name in re.findall(r"`(\w+)(?:\(\))?`", line):
+                    added.setdefault(name, path)
+            elif line.strip():
+                collecting = False
+    return added
+
+
+@dataclass
+class ScaleData:
+    repo: GitRepo
+    pages: dict[str, dict[str, ScaleListing]]
+    changelog_added: dict[str, str]
+    ptx_instructions: set[str]
+    wrappers: WrapperData | None
+
+
+@dataclass
+class WrapperData:
+    repo: GitRepo
+    tokens: dict[str, set[str]]  # family -> identifiers declared in that wrapper library
+    paths: dict[str, str]
+
+
+_WRAPPER_MACROS = (
+    # (macro call, CUDA prefix, letters): BLAS_API(S, s, gemm, ...) declares cublasSgemm;
+    # C_CU_CXX_UNPACK(Dn, getrf, ...) declares cusolverDn{S,D,C,Z}getrf.
+    (re.compile(r"\bBLAS_API\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)"), "cublas", ("",)),
+    (re.compile(r"\bLEGACY_BLAS_API_RET\(\s*[\w ]+?\s*,\s*(\w+)\s*,\s*(\w+)"), "cublas", ("",)),
+    (re.compile(r"\bLEGACY_BLAS_API\(\s*(\w+)\s*,\s*(\w+)"), "cublas", ("",)),
+    (re.compile(r"\bDIRECT_BLAS_API(?:_N)?\(\s*(\w+)"), "cublas", ("",)),
+    (re.compile(r"\bSPARSE_API\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)"), "cusparse", ("",)),
+    (re.compile(r"\bSPARSE_API_DIRECT\w*\(\s*(\w+)"), "cusparse", ("",)),
+    (re.compile(r"\bC_CU_CXX_UNPACK\(\s*(\w+)\s*,\s*(\w+)"), "cusolver", ("S", "D", "C", "Z")),
+)
+
+
+def load_scale_wrappers(repo: GitRepo, libraries: dict[str, Any]) -> WrapperData:
+    """Identifiers each published SCALE wrapper library declares. Plain identifiers are
+    collected from its headers; the BLAS/SPARSE helper macros are expanded by hand."""
+    tokens: dict[str, set[str]] = {}
+    paths: dict[str, str] = {}
+    for family, info in libraries.items():
+        directory = info.get("wrapper_dir")
+        if not directory:
+            continue
+        found: set[str] = set()
+        for path in repo.files():
+            if not path.startswith(directory) or not path.endswith((".h", ".hpp", ".cpp", ".cu")):
+                continue
+            text = repo.show(path)
+            found.update(re.findall(r"\b[A-Za-z_]\w*\b", text))
+            for pattern, prefix, letters in _WRAPPER_MACROS:
+                for match in pattern.finditer(text):
+                    head, *rest = match.groups()
+                    for letter in letters:
+                        found.add(prefix + head + letter + "".join(rest))
+        tokens[family] = found
+        paths[family] = directory
+    return WrapperData(repo=repo, tokens=tokens, paths=paths)
+
+
+def load_scale(docs: GitRepo, wrappers: WrapperData | None) -> ScaleData:
+    pages = {key: parse_scale_page(docs.show(path)) for key, path in SCALE_PAGES.items()}
+    ptx = set(re.findall(r"^\|\s*([a-z][\w.:]*)\s*\|", docs.show(SCALE_INLINE_PTX), re.M))
+    return ScaleData(
+        repo=docs,
+        pages=pages,
+        changelog_added=parse_scale_changelogs(docs),
+        ptx_instructions=ptx,
+        wrappers=wrappers,
+    )
+
+
+# --------------------------------------------------------------------------- curated data
+
+
+def read_seed_names(path: Path) -> list[tuple[str, str]]:
+    """(family, name) pairs from seed_names.txt, in file order."""
+    seeds: list[tuple[str, str]] = []
+    family = None
+    for raw in path.read_text("utf-8").splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        header = re.fullmatch(r"#\s*([a-z_]+)", line)
+        if header:
+            family = header.group(1)
+            if family not in FAMILY_TITLES:
+                raise SystemExit(f"{path}: unknown family header {line!r}")
+            continue
+        if line.startswith("#"):
+            continue
+        if family is None:
+            raise SystemExit(f"{path}: name {line!r} appears before any '# family' header")
+        seeds.append((family, line))
+    return seeds
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    return yaml.safe_load(path.read_text("utf-8")) or {}
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+@dataclass
+class Verdict:
+    status: str
+    source: str  # a source id of the family file, or "inferred: ..."
+    note: str | None = None
+
+
+@dataclass
+class Entry:
+    cuda: str
+    family: str
+    kind: str
+    hip: str | None
+    verdicts: dict[str, Verdict]
+    since: str | None = None
+    deprecated: str | None = None
+    removed: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class SourceRegistry:
+    """Provenance ids used by one family file, with their {project, ref, path}."""
+
+    def __init__(self) -> None:
+        self.sources: dict[str, dict[str, str]] = {}
+
+    def use(self, source_id: str, body: dict[str, str]) -> str:
+        existing = self.sources.get(source_id)
+        if existing is not None and existing != body:
+            raise RuntimeError(f"source id {source_id!r} used with two bodies: {existing} / {body}")
+        self.sources[source_id] = body
+        return source_id
+
+
+class RuleBuilder:
+    """Turns (family, name) pairs into entries, one target at a time."""
+
+    def __init__(
+        self,
+        hipify: HipifyData,
+        zluda: ZludaData,
+        scale: ScaleData,
+        manual: dict[str, Any],
+        facts: dict[str, Any],
+    ):
+        self.hipify = hipify
+        self.zluda = zluda
+        self.scale = scale
+        self.manual_sources: dict[str, dict[str, str]] = manual.get("sources", {})
+        self.manual_entries = {e["cuda"]: e for e in manual.get("entries", [])}
+        self.facts = facts
+        self.fact_sources: dict[str, dict[str, str]] = facts.get("sources", {})
+        self.overrides: dict[str, dict[str, Any]] = facts.get("overrides", {})
+        self.registries: dict[str, SourceRegistry] = defaultdict(SourceRegistry)
+
+    # ---- provenance helpers
+
+    def _src(self, family: str, source_id: str, body: dict[str, str]) -> str:
+        return self.registries[family].use(source_id, body)
+
+    def _repo_for(self, key: str) -> GitRepo | None:
+        return {
+            "hipify": self.hipify.repo,
+            "zluda": self.zluda.repo,
+            "scale-docs": self.scale.repo,
+            "scale-wrappers": self.scale.wrappers.repo if self.scale.wrappers else None,
+        }.get(key)
+
+    def _curated_src(self, family: str, ref: str) -> str:
+        """Resolve a source named in the curated files: an `inferred: ...` string passes
+        through; an id from their `sources` tables becomes a family source. A body with
+        `repo:` points into one of the parsed repositories (its commit is filled in and
+        the path checked); other bodies carry their own project/ref/path."""
+        if ref.startswith("inferred:"):
+            return ref
+        body = self.manual_sources.get(ref) or self.fact_sources.get(ref)
+        if body is None:
+            raise SystemExit(f"curated data names unknown source id {ref!r}")
+        body = {k: str(v) for k, v in body.items()}
+        if "repo" in body:
+            repo = self._repo_for(body["repo"])
+            if repo is None:
+                fallback = body.get("fallback_ref")
+                if not fallback:
+                    raise SystemExit(f"source {ref!r} needs the {body['repo']} repository")
+                body = {"project": body["project"], "ref": fallback, "path": body["path"]}
+            else:
+                for path in body["path"].split(", "):
+                    if not repo.exists(path) and not any(f.startswith(path) for f in repo.files()):
+                        raise SystemExit(f"source {ref!r}: {path} not found in {repo.project}")
+                body = repo.source(body["path"])
+        return self._src(family, ref, body)
+
+    # ---- entry assembly
+
+    def build(self, family: str, name: str) -> Entry:
+        manual = self.manual_entries.get(name, {})
+        override = self.overrides.get(name, {})
+        row = self.hipify.find(family, name)
+        kind = (
+            manual.get("kind")
+            or override.get("kind")
+            or self.hipify.kinds.get(name)
+            or self._guess_kind(name, row)
+        )
+        entry = Entry(cuda=name, family=family, kind=kind, hip=None, verdicts={})
+        if row is not None:
+            entry.since = row.cuda.get("A")
+            entry.deprecated = row.cuda.get("D")
+            entry.removed = row.cuda.get("R")
+        for key in ("since", "deprecated", "removed"):
+            if manual.get(key):
+                setattr(entry, key, str(manual[key]))
+        entry.hip, entry.verdicts["hip"] = self.resolve_hip(family, name, row, manual, override)
+        entry.verdicts["zluda"] = self.resolve_zluda(family, name, kind, manual)
+        entry.verdicts["scale"] = self.resolve_scale(family, name, kind, manual)
+        for body in (manual, override):
+            if body.get("notes"):
+                entry.notes.append(body["notes"])
+        return entry
+
+    @staticmethod
+    def _guess_kind(name: str, row: HipifyRow | None) -> str:
+        if name.endswith((".h", ".cuh", ".hpp", "/")):
+            return "header"
+        if row is not None and "type" in row.section.lower():
+            return "enum" if re.fullmatch(r"[A-Z0-9_]+", name) else "type"
+        if re.fullmatch(r"[A-Z][A-Z0-9_]+", name):
+            return "enum"
+        return "function"
+
+    def _curated_verdict(self, body: dict[str, Any] | None, family: str) -> Verdict | None:
+        if not body:
+            return None
+        return Verdict(body["status"], self._curated_src(family, body["source"]), body.get("note"))
+
+    def _library(self, family: str) -> dict[str, Any]:
+        return self.facts.get("libraries", {}).get(family, {})
+
+    # ---- HIP
+
+    def resolve_hip(
+        self,
+        family: str,
+        name: str,
+        row: HipifyRow | None,
+        manual: dict[str, Any],
+        override: dict[str, Any],
+    ) -> tuple[str | None, Verdict]:
+        """Curated verdicts first, then HIPIFY (tables, or its include map for headers),
+        then the family default (e.g. rocThrust keeps Thrust's names)."""
+        curated = self._curated_verdict(manual.get("hip") or override.get("hip"), family)
+        if curated is not None:
+            if "hip_name" in manual:
+                return manual["hip_name"], curated
+            if "hip_name" in override:
+                return override["hip_name"], curated
+            if row is not None:
+                return row.hip, curated
+            same_name = self._library(family).get("hip", {}).get("same_name")
+            return (name if same_name else None), curated
+        if family == "headers" and name in self.hipify.includes:
+            return self._hip_header(family, name)
+        if row is not None:
+            return self._hip_from_row(family, name, row)
+        default = self._library(family).get("hip")
+        if default:
+            hip_name = manual.get("hip_name", name if default.get("same_name") else None)
+            return hip_name, self._curated_verdict(default, family)
+        return None, Verdict("unknown", "inferred: not found in HIPIFY's CUDA->HIP tables")
+
+    def _hip_header(self, family: str, name: str) -> tuple[str | None, Verdict]:
+        hip, roc = self.hipify.includes[name]
+        source = self._src(family, "hipify_include", self.hipify.repo.source(HIPIFY_INCLUDE_MAP))
+        if name == "cudnn.h" and roc:
+            return roc, Verdict(
+                "supported",
+                source,
+                f"HIPIFY's default target is {hip} (hipDNN); "
+                "with --roc it emits the MIOpen header given here",
+            )
+        if not hip:
+            return None, Verdict(
+                "supported", source, "not needed under HIP; HIPIFY drops the include"
+            )
+        return hip, Verdict("supported", source)
+
+    def _hip_from_row(self, family: str, name: str, row: HipifyRow) -> tuple[str | None, Verdict]:
+        source = self._src(
+            family,
+            f"hipify_{row.table}",
+            self.hipify.repo.source(self.hipify.table_path(row.table)),
+        )
+        notes = []
+        if row.table == "dnn":
+            default = self.hipify.hipdnn_names.get(name)
+            if default:
+                notes.append(
+                    f"HIPIFY's default cuDNN target is hipDNN ({default}); "
+                    "the MIOpen mapping (hipify-clang --roc) is given here"
+                )
+        if row.hip is None:
+            return None, Verdict("unsupported", source, "; ".join(notes) or None)
+        versions = row.hip_versions
+        if versions.get("R"):
+            notes.append(f"removed from HIP in {versions['R']}")
+            return row.hip, Verdict("unsupported", source, "; ".join(notes))
+        if versions.get("E"):
+            notes.append(f"HIP equivalent is experimental (since {versions['E']})")
+            return row.hip, Verdict("partial", source, "; ".join(notes))
+        if versions.get("D"):
+            notes.append(f"HIP equivalent deprecated in {versions['D']}")
+        return row.hip, Verdict("supported", source, "; ".join(notes) or None)
+
+    # ---- ZLUDA
+
+    def resolve_zluda(self, family: str, name: str, kind: str, manual: dict[str, Any]) -> Verdict:
+        verdict = self._curated_verdict(
+            manual.get("zluda") or self.overrides.get(name, {}).get("zluda"), family
+        )
+        if verdict is not None:
+            return verdict
+        if family == "driver":
+            return self._zluda_driver(family, name, kind)
+        if family == "runtime":
+            return self._zluda_runtime(family, name, kind)
+        if family == "device":
+            return self._zluda_device(family, name, kind)
+        if family in self.zluda.libraries:
+            return self._zluda_library(family, name, kind)
+        default = self._curated_verdict(self._library(family).get("zluda"), family)
+        return default or Verdict("unknown", "inferred: no ZLUDA source covers this family")
+
+    def _zluda_driver(self, family: str, name: str, kind: str) -> Verdict:
+        if kind != "function":
+            return Verdict(
+                "supported",
+                "inferred: driver API type/constant from the CUDA headers "
+                "the binary was built with; ZLUDA keeps the driver ABI",
+            )
+        source = self._src(family, "zluda_driver_list", self.zluda.repo.source(ZLUDA_DRIVER_LIST))
+        if normalize_versioned(name) in self.zluda.driver:
+            return Verdict("supported", source)
+        return Verdict(
+            "unsupported", source, "ZLUDA exports it but it returns CUDA_ERROR_NOT_SUPPORTED"
+        )
+
+    def _zluda_runtime(self, family: str, name: str, kind: str) -> Verdict:
+        mapping = self.facts.get("zluda_runtime_to_driver", {})
+        if name not in mapping:
+            if kind == "function":
+                return Verdict(
+                    "unknown", "inferred: no runtime->driver mapping recorded for this call"
+                )
+            return Verdict(
+                "supported",
+                "inferred: runtime type/constant compiled into the "
+                "application and NVIDIA's libcudart; ZLUDA is not involved",
+            )
+        spec = mapping[name]
+        drivers = spec if isinstance(spec, list) else spec.get("drivers", [])
+        note = None if isinstance(spec, list) else spec.get("note")
+        if not drivers:
+            return Verdict(
+                "supported",
+                "inferred: handled inside NVIDIA's libcudart without a driver call",
+                note,
+            )
+        have = [d for d in drivers if normalize_versioned(d) in self.zluda.driver]
+        lacking = [d for d in drivers if d not in have]
+        mapped = ", ".join(drivers)
+        if not lacking:
+            return Verdict(
+                "supported",
+                f"inferred: libcudart calls {mapped}, implemented in ZLUDA's {ZLUDA_DRIVER_LIST}",
+                note,
+            )
+        status = "partial" if have else "unsupported"
+        reason = (
+            f"inferred: libcudart calls {mapped}; ZLUDA's {ZLUDA_DRIVER_LIST} does not "
+            f"implement {', '.join(lacking)}"
+        )
+        return Verdict(status, reason, note)
+
+    def _zluda_device(self, family: str, name: str, kind: str) -> Verdict:
+        spec = self.facts.get("zluda_device_ptx", {}).get(name)
+        if spec is None:
+            if kind in ("type", "macro", "enum", "variable"):
+                return Verdict(
+                    "supported",
+                    "inferred: compile-time construct; it reaches ZLUDA "
+                    "only as ordinary PTX, which ZLUDA recompiles",
+                )
+            return Verdict("unknown", "inferred: no PTX lowering recorded for this intrinsic")
+        ptx = spec if isinstance(spec, list) else spec.get("ptx", [])
+        note = None if isinstance(spec, list) else spec.get("note")
+        missing = []
+        for item in ptx:
+            if item.startswith("%"):
+                if item not in self.zluda.special_registers:
+                    missing.append(item)
+            elif not self.zluda.ptx.accepts(item):
+                missing.append(item)
+        if not ptx:
+            return Verdict(
+                "supported",
+                "inferred: lowers to plain PTX arithmetic, which ZLUDA recompiles",
+                note,
+            )
+        uses_sreg = any(p.startswith("%") for p in ptx)
+        source = self._src(
+            family,
+            "zluda_special_registers" if uses_sreg else "zluda_ptx_parser",
+            self.zluda.repo.source(ZLUDA_SPECIAL_REGISTERS if uses_sreg else ZLUDA_PTX_PARSER),
+        )
+        if not missing:
+            registers = [p for p in ptx if p.startswith("%")]
+            instructions = [p for p in ptx if not p.startswith("%")]
+            lowering = "; ".join(
+                text
+                for text in (
+                    f"compiles to PTX {', '.join(instructions)}" if instructions else "",
+                    f"reads PTX special register {', '.join(registers)}" if registers else "",
+                )
+                if text
+            )
+            return Verdict("supported", source, note or lowering)
+        return Verdict(
+            "unsupported",
+            source,
+            f"compiles to PTX {', '.join(missing)}, which ZLUDA's PTX front end does not "
+            f"accept" + (f"; {note}" if note else ""),
+        )
+
+    def _zluda_library(self, family: str, name: str, kind: str) -> Verdict:
+        implemented = self.zluda.libraries[family]
+        path = self.zluda.library_paths[family]
+        source = self._src(family, f"{path.split('/')[0]}_crate", self.zluda.repo.source(path))
+        if kind == "function":
+            if name in implemented or normalize_versioned(name) in implemented:
+                return Verdict("supported", source)
+            return Verdict(
+                "unsupported",
+                source,
+                "ZLUDA's replacement library stubs it (it returns NOT_SUPPORTED)",
+            )
+        if implemented:
+            return Verdict(
+                "supported",
+                f"inferred: header type/constant; ZLUDA's replacement "
+                f"library ({path}) implements part of this API",
+            )
+        return Verdict(
+            "unsupported",
+            f"inferred: header type/constant, but every function of "
+            f"ZLUDA's replacement library ({path}) is a stub",
+        )
+
+    # ---- SCALE
+
+    def resolve_scale(self, family: str, name: str, kind: str, manual: dict[str, Any]) -> Verdict:
+        verdict = self._curated_verdict(
+            manual.get("scale") or self.overrides.get(name, {}).get("scale"), family
+        )
+        if verdict is not None:
+            return verdict
+        if family in ("runtime", "driver"):
+            return self._scale_page(family, family, name, kind)
+        if family == "device":
+            return self._scale_page(family, "math", name, kind)
+        return self._scale_library(family, name, kind)
+
+    def _scale_page(self, family: str, page: str, name: str, kind: str) -> Verdict:
+        listing = self.scale.pages[page].get(name)
+        added = self.scale.changelog_added.get(name)
+        if listing is None:
+            parent = self.facts.get("scale_enum_parent", {}).get(name)
+            if parent and parent in self.scale.pages[page]:
+                status, _ = self.scale.pages[page][parent].verdict()
+                source = self._src(
+                    family, f"scale_{page}", self.scale.repo.source(SCALE_PAGES[page])
+                )
+                if status == "supported":
+                    return Verdict("supported", source, f"its enum {parent} is listed as available")
+                return Verdict(
+                    "supported",
+                    f"inferred: its enum {parent} is flagged as differing "
+                    "in SCALE's API diff (newer enumerators missing); long-standing "
+                    "enumerator assumed present",
+                )
+            if added:
+                return Verdict(
+                    "supported", self._src(family, "scale_changelog", self.scale.repo.source(added))
+                )
+            return Verdict("supported", "inferred: not listed among SCALE's API differences")
+        source = self._src(family, f"scale_{page}", self.scale.repo.source(SCALE_PAGES[page]))
+        status, note = listing.verdict(device_code=(page == "math"))
+        if status == "unsupported" and added:
+            return Verdict(
+                "supported",
+                self._src(family, "scale_changelog", self.scale.repo.source(added)),
+                "marked missing in the API diff but announced as added in this changelog",
+            )
+        if status == "unsupported" and kind == "type" and listing.present == []:
+            return Verdict(
+                "partial",
+                source,
+                "SCALE's API diff flags this type as differing from "
+                "NVIDIA's documentation (e.g. missing enumerators or members)",
+            )
+        return Verdict(status, source, note)
+
+    def _scale_library(self, family: str, name: str, kind: str) -> Verdict:
+        library = self._library(family)
+        wrappers = self.scale.wrappers
+        if wrappers and family in wrappers.tokens:
+            path = wrappers.paths[family]
+            if name in wrappers.tokens[family]:
+                source = self._src(family, "scale_wrappers", wrappers.repo.source(path))
+                return Verdict("supported", source, library.get("scale_found_note"))
+            not_found = self._curated_verdict(library.get("scale_not_found"), family)
+            return not_found or Verdict(
+                "unknown",
+                f"inferred: not declared in SCALE's published wrapper sources "
+                f"({path}); later SCALE releases may add it",
+            )
+        default = self._curated_verdict(library.get("scale"), family)
+        return default or Verdict("unknown", "inferred: no SCALE source covers this family")
+
+
+# --------------------------------------------------------------------------- output
+
+
+class FlowMap(dict):
+    """A mapping YAML writes on one line: {hip: x, zluda: y, scale: z}."""
+
+
+def _flow_representer(dumper: yaml.SafeDumper, data: FlowMap) -> yaml.Node:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", data, flow_style=True)
+
+
+class RuleDumper(yaml.SafeDumper):
+    pass
+
+
+RuleDumper.add_representer(FlowMap, _flow_representer)
+
+
+def _compact(items: Any) -> dict[str, str]:
+    """One-line flow mapping when every value is short, block mapping otherwise."""
+    mapping = dict(items)
+    if all(len(str(v)) <= 40 for v in mapping.values()):
+        return FlowMap(mapping)
+    return mapping
+
+
+def entry_document(entry: Entry) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "cuda": entry.cuda,
+        "kind": entry.kind,
+        "hip": entry.hip,
+        "status": FlowMap((t, entry.verdicts[t].status) for t in TARGETS),
+        "source": _compact((t, entry.verdicts[t].source) for t in TARGETS),
+    }
+    for key in ("since", "deprecated", "removed"):
+        value = getattr(entry, key)
+        if value:
+            doc[key] = str(value)
+    notes = list(entry.notes)
+    for target in TARGETS:
+        note = entry.verdicts[target].note
+        if note:
+            labelled = re.match(rf"{target.upper()}\b", note) is not None
+            notes.append(note if labelled else f"{target.upper()}: {note}")
+    if notes:
+        doc["notes"] = " | ".join(notes)
+    return doc
+
+
+def write_family(
+    out_dir: Path, family: str, entries: list[Entry], registry: SourceRegistry
+) -> Path:
+    used = {v.source for e in entries for v in e.verdicts.values()}
+    sources = {k: registry.sources[k] for k in sorted(registry.sources) if k in used}
+    document = {
+        "schema": SCHEMA,
+        "family": family,
+        "title": FAMILY_TITLES[family],
+        "sources": {k: FlowMap(v) for k, v in sources.items()},
+        "entries": [entry_document(e) for e in entries],
+    }
+    text = yaml.dump(
+        document,
+        Dumper=RuleDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        width=4096,
+        default_flow_style=False,
+    )
+    header = (
+        "# Generated by tools/build_rules.py; edit the curated data in tools/ and "
+        "regenerate instead of editing this file.\n"
+    )
+    path = out_dir / f"{family}.yaml"
+    path.write_text(header + text, "utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def all_names(hipify: HipifyData, manual: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every name the sources know, for --all: HIPIFY rows plus the curated entries."""
+    seen: set[str] = set()
+    pairs: list[tuple[str, str]] = []
+    for table, rows in hipify.rows.items():
+        for name, row in rows.items():
+            family = TABLE_FAMILY[table]
+            if table == "blas" and "Lt" in row.section:
+                family = "cublaslt"
+            if name not in seen:
+                seen.add(name)
+                pairs.append((family, name))
+    for header in hipify.includes:
+        if header not in seen:
+            seen.add(header)
+            pairs.append(("headers", header))
+    for entry in manual.get("entries", []):
+        if entry["cuda"] not in seen:
+            seen.add(entry["cuda"])
+            pairs.append((entry["family"], entry["cuda"]))
+    return pairs
+
+
+def validate(entries: list[Entry]) -> None:
+    names: set[str] = set()
+    for entry in entries:
+        if entry.cuda in names:
+            raise SystemExit(f"duplicate CUDA name {entry.cuda!r}")
+        names.add(entry.cuda)
+        for target, verdict in entry.verdicts.items():
+            if verdict.status not in STATUSES:
+                raise SystemExit(f"{entry.cuda}: bad {target} status {verdict.status!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hipify", required=True, help="bare git repo of ROCm/HIPIFY")
+    parser.add_argument("--zluda", required=True, help="bare git repo of vosen/ZLUDA")
+    parser.add_argument(
+        "--scale-docs", required=True, help="bare git repo of spectral-compute/scale-docs"
+    )
+    parser.add_argument(
+        "--scale-wrappers", help="bare git repo of spectral-compute/scale-library-wrappers"
+    )
+    parser.add_argument("--out", required=True, help="output directory (rules/)")
+    parser.add_argument("--seeds", default=str(TOOLS_DIR / "seed_names.txt"))
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="emit every name the sources know instead of the curated seed list",
+    )
+    args = parser.parse_args(argv)
+
+    manual = load_yaml(TOOLS_DIR / "manual_families.yaml")
+    facts = load_yaml(TOOLS_DIR / "target_facts.yaml")
+    hipify = load_hipify(GitRepo(args.hipify, "ROCm/HIPIFY"))
+    zluda = load_zluda(GitRepo(args.zluda, "vosen/ZLUDA"), facts.get("zluda_library_crates", {}))
+    wrappers = None
+    if args.scale_wrappers:
+        wrappers = load_scale_wrappers(
+            GitRepo(args.scale_wrappers, "spectral-compute/scale-library-wrappers"),
+            facts.get("libraries", {}),
+        )
+    scale = load_scale(GitRepo(args.scale_docs, "spectral-compute/scale-docs"), wrappers)
+
+    pairs = all_names(hipify, manual) if args.all else read_seed_names(Path(args.seeds))
+    builder = RuleBuilder(hipify, zluda, scale, manual, facts)
+    entries = [builder.build(family, name) for family, name in pairs]
+    validate(entries)
+
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    by_family: dict[str, list[Entry]] = defaultdict(list)
+    for entry in entries:
+        by_family[entry.family].append(entry)
+    for family in FAMILY_TITLES:
+        if by_family.get(family):
+            path = write_family(out_dir, family, by_family[family], builder.registries[family])
+            print(f"{path}: {len(by_family[family])} entries")
+    unknown = sum(1 for e in entries for v in e.verdicts.values() if v.status == "unknown")
+    print(f"total {len(entries)} entries, {unknown} unknown verdicts", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
