@@ -205,6 +205,35 @@ def rules_show(names: tuple[str, ...], fmt: str) -> None:
         sys.exit(EXIT_FAIL_UNDER)
 
 
+@rules_group.command("search")
+@click.argument("text")
+@click.option("--family", help="Only this family (e.g. runtime, cublas, device).")
+@click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def rules_search(text: str, family: str | None, limit: int, fmt: str) -> None:
+    """Find rules whose CUDA or HIP name contains TEXT. Exit 1 when nothing matches."""
+    rules = _load_rules_or_exit()
+    if family is not None and family not in rules.families:
+        known = ", ".join(rules.families)
+        raise click.BadParameter(
+            f"unknown family {family!r} (known: {known})", param_hint="--family"
+        )
+    hits = rules.search(text, family)
+    if fmt == "json":
+        click.echo(json.dumps([rule.to_dict() for rule in hits[:limit]], indent=2))
+    else:
+        for rule in hits[:limit]:
+            marks = " ".join(f"{t.value}={rule.status[t].value}" for t in TARGETS)
+            click.echo(f"{rule.cuda:<40} {rule.hip or '-':<40} {rule.family:<12} {marks}")
+        if len(hits) > limit:
+            click.echo(f"… {len(hits) - limit} more (use --limit)")
+    if not hits:
+        click.echo(f"portcheck: no rule matches {text!r}", err=True)
+        sys.exit(EXIT_FAIL_UNDER)
+
+
 @rules_group.command("stats")
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True

@@ -237,7 +237,10 @@ class Extractor:
                 self.qualified_prefixes.add("::".join(parts[:i]))
         self.start_tokens = frozenset(s.encode() for s in starts if s.isidentifier())
         # One C-level regex proposes candidates: known first tokens, or CUDA-shaped names.
-        known = trie_pattern(sorted(s for s in starts if s.isidentifier()))
+        # Names that CUDA_SHAPE already matches need no place in the trie.
+        known = trie_pattern(
+            sorted(s for s in starts if s.isidentifier() and not CUDA_SHAPE.fullmatch(s))
+        )
         self.candidates = re.compile(rf"\b(?:(?:{known})\b|(?:{CUDA_SHAPE.pattern}))".encode())
 
     # -- classification ---------------------------------------------------------------

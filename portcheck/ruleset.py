@@ -8,6 +8,10 @@ error that names the file, the entry and the key.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -22,6 +26,9 @@ from portcheck.model import TARGETS, ApiRule, Status, Verdicts
 from portcheck.resources import data_dir
 
 SCHEMA = "portcheck.rules/1"
+# Bump when validation or the cached form changes, so old caches are not reused.
+LOADER_VERSION = "1"
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
 KINDS = frozenset({"function", "type", "enum", "macro", "namespace", "header", "variable"})
 FILE_KEYS = frozenset({"schema", "family", "title", "sources", "entries"})
 ENTRY_REQUIRED = frozenset({"cuda", "kind", "hip", "status", "source"})
@@ -53,6 +60,21 @@ class RuleSet:
     @property
     def families(self) -> dict[str, int]:
         return dict(sorted(Counter(rule.family for rule in self.rules.values()).items()))
+
+    def search(self, text: str, family: str | None = None) -> list[ApiRule]:
+        """Rules whose CUDA or HIP name contains `text` (case-insensitive): exact
+        matches first, then names that start with it, then the rest; shorter first."""
+        needle = text.lower()
+        hits: list[tuple[int, int, str, ApiRule]] = []
+        for rule in self.rules.values():
+            if family is not None and rule.family != family:
+                continue
+            names = [rule.cuda.lower(), (rule.hip or "").lower()]
+            if not any(needle in name for name in names):
+                continue
+            rank = 0 if needle in names else 1 if any(n.startswith(needle) for n in names) else 2
+            hits.append((rank, len(rule.cuda), rule.cuda, rule))
+        return [hit[-1] for hit in sorted(hits, key=lambda h: h[:3])]
 
     def stats(self) -> dict[str, object]:
         """The `portcheck rules stats` document."""
@@ -168,7 +190,7 @@ def _parse_entry(
 def parse_rule_file(text: str, where: str, stem: str) -> tuple[str, str, list[ApiRule]]:
     """Validate one family file; returns (family, title, rules)."""
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError as exc:
         raise _fail(where, f"not valid YAML: {exc}") from None
     if not isinstance(doc, dict):
@@ -196,24 +218,98 @@ def _rule_files(folder: Traversable | Path) -> Iterable[Traversable | Path]:
     )
 
 
-def load_rules(folder: Traversable | Path | None = None) -> RuleSet:
-    """Load and validate every family file in `folder` (default: the shipped rules/)."""
+def _cache_dir() -> Path:
+    explicit = os.environ.get("PORTCHECK_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "portcheck"
+
+
+_STATUS_BY_VALUE = {status.value: status for status in Status}
+
+
+def _rule_from_cache(data: dict[str, Any], verdicts: dict[tuple[str, ...], Verdicts]) -> ApiRule:
+    status = data["status"]
+    key = (status["hip"], status["zluda"], status["scale"])
+    verdict = verdicts.get(key)
+    if verdict is None:  # a few dozen distinct combinations: share them
+        verdict = verdicts[key] = Verdicts(*(_STATUS_BY_VALUE[v] for v in key))
+    return ApiRule(
+        cuda=data["cuda"],
+        family=data["family"],
+        kind=data["kind"],
+        hip=data["hip"],
+        status=verdict,
+        source=data["source"],
+        since=data.get("since"),
+        deprecated=data.get("deprecated"),
+        removed=data.get("removed"),
+        notes=data.get("notes"),
+    )
+
+
+def _read_cache(path: Path) -> RuleSet | None:
+    try:
+        doc = json.loads(path.read_text("utf-8"))
+        verdicts: dict[tuple[str, ...], Verdicts] = {}
+        rules = {entry["cuda"]: _rule_from_cache(entry, verdicts) for entry in doc["rules"]}
+        return RuleSet(rules=rules, titles=doc["titles"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # missing or damaged: rebuild from the YAML
+
+
+def _write_cache(path: Path, ruleset: RuleSet) -> None:
+    doc = {"rules": [rule.to_dict() for rule in ruleset], "titles": dict(ruleset.titles)}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".rules-", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a read-only home is fine: the next run parses the YAML again
+
+
+def load_rules(folder: Traversable | Path | None = None, use_cache: bool = True) -> RuleSet:
+    """Load and validate every family file in `folder` (default: the shipped rules/).
+
+    Parsing and validating thousands of YAML entries takes about a second, so the
+    validated result is cached as JSON under ~/.cache/portcheck (or
+    $PORTCHECK_CACHE_DIR), keyed by a hash of the files' bytes and the loader version:
+    an edited rule file is always re-validated.
+    """
     folder = data_dir("rules") if folder is None else folder
+    files = [(file.name, file.read_bytes()) for file in _rule_files(folder)]
+    digest = hashlib.sha256(LOADER_VERSION.encode())
+    for name, content in files:
+        digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+    cache_path = _cache_dir() / f"rules-{digest.hexdigest()[:24]}.json"
+    if use_cache:
+        cached = _read_cache(cache_path)
+        if cached is not None:
+            return cached
+    ruleset = _validate_files(files)
+    if use_cache:
+        _write_cache(cache_path, ruleset)
+    return ruleset
+
+
+def _validate_files(files: list[tuple[str, bytes]]) -> RuleSet:
     rules: dict[str, ApiRule] = {}
     origin: dict[str, str] = {}
     titles: dict[str, str] = {}
-    for file in _rule_files(folder):
-        stem = file.name.removesuffix(".yaml")
-        family, title, parsed = parse_rule_file(file.read_text("utf-8"), file.name, stem)
+    for name, content in files:
+        stem = name.removesuffix(".yaml")
+        family, title, parsed = parse_rule_file(content.decode("utf-8"), name, stem)
         titles[family] = title
         for rule in parsed:
             if rule.cuda in rules:
                 raise RuleError(
-                    f"{file.name}: duplicate name {rule.cuda!r} (already defined in "
-                    f"{origin[rule.cuda]})"
+                    f"{name}: duplicate name {rule.cuda!r} (already defined in {origin[rule.cuda]})"
                 )
             rules[rule.cuda] = rule
-            origin[rule.cuda] = file.name
+            origin[rule.cuda] = name
     return RuleSet(rules=rules, titles=titles)
 
 

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+# Every test run starts with an empty rule cache of its own (and never writes to ~/.cache);
+# subprocesses inherit it.
+os.environ["PORTCHECK_CACHE_DIR"] = tempfile.mkdtemp(prefix="portcheck-test-cache-")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCAN_FIXTURES = FIXTURES / "scan"

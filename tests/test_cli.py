@@ -154,3 +154,13 @@ def test_rules_stats_json():
     stats = json.loads(result.stdout)
     assert stats["total"] == sum(stats["families"].values())
     assert isinstance(stats["entries_without_full_status"], int)
+
+
+def test_rules_search_finds_by_cuda_or_hip_name():
+    result = run("rules", "search", "hipMemcpyAsync", "--format", "json")
+    assert result.returncode == 0
+    assert "cudaMemcpyAsync" in [entry["cuda"] for entry in json.loads(result.stdout)]
+    nothing = run("rules", "search", "definitelyNotAnApi")
+    assert nothing.returncode == 1 and "no rule matches" in nothing.stderr
+    bad = run("rules", "search", "x", "--family", "opencl")
+    assert bad.returncode == 2 and "unknown family 'opencl'" in bad.stderr

@@ -135,3 +135,37 @@ def test_every_shipped_entry_records_where_each_status_came_from(rules):
     for rule in rules:
         assert set(rule.source) == {"hip", "zluda", "scale"}, rule.cuda
         assert all(rule.source.values()), rule.cuda
+
+
+def test_validated_rules_are_cached_and_an_edit_invalidates_the_cache(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PORTCHECK_CACHE_DIR", str(cache))
+    folder = write(tmp_path, "runtime.yaml", HEADER + GOOD_ENTRY)
+    first = load_rules(folder)
+    (cached_file,) = cache.glob("rules-*.json")
+    again = load_rules(folder)
+    assert again.lookup("cudaMalloc") == first.lookup("cudaMalloc")
+    # An edited rule file is validated again (and a bad edit is caught), never served stale.
+    write(
+        tmp_path, "runtime.yaml", HEADER + GOOD_ENTRY.replace("scale: supported}", "scale: maybe}")
+    )
+    with pytest.raises(RuleError, match="'maybe' is not one of"):
+        load_rules(folder)
+    # A damaged cache file is ignored, not trusted.
+    write(tmp_path, "runtime.yaml", HEADER + GOOD_ENTRY)
+    cached_file.write_text("{not json")
+    assert load_rules(folder).lookup("cudaMalloc").hip == "hipMalloc"
+
+
+def test_search_ranks_exact_then_prefix_then_substring(rules):
+    hits = [rule.cuda for rule in rules.search("cudaMalloc")]
+    assert hits[0] == "cudaMalloc"
+    prefixed = [h for h in hits if h.startswith("cudaMalloc")]
+    assert hits[: len(prefixed)] == prefixed  # every prefix match before any other match
+    assert all(
+        "cudamalloc" in h.lower() or "cudamalloc" in (rules.lookup(h).hip or "").lower()
+        for h in hits
+    )
+    by_hip = [rule.cuda for rule in rules.search("hipblasSgemm")]
+    assert "cublasSgemm" in by_hip
+    assert rules.search("cudaMalloc", family="driver") == []
