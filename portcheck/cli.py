@@ -107,6 +107,12 @@ def main() -> None:
     help="Exit 1 if any chosen route scores below N.",
 )
 @click.option(
+    "--ignore",
+    multiple=True,
+    metavar="ID|SLUG",
+    help="Do not check this hazard (e.g. PC005 or launch-bounds; repeatable, or comma-separated).",
+)
+@click.option(
     "--exclude",
     multiple=True,
     metavar="GLOB",
@@ -118,6 +124,7 @@ def scan_command(
     output: Path | None,
     targets: str,
     fail_under: int | None,
+    ignore: tuple[str, ...],
     exclude: tuple[str, ...],
 ) -> None:
     """Scan PATH (a CUDA file or a source tree) and report its portability."""
@@ -128,7 +135,7 @@ def scan_command(
 
     progress, stop_progress = _progress_bar()
     try:
-        report = scan(path, targets=chosen, exclude=exclude, progress=progress)
+        report = scan(path, targets=chosen, exclude=exclude, ignore=ignore, progress=progress)
     except (ScanError, RuleError) as exc:
         stop_progress()
         click.echo(f"Error: {exc}", err=True)

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node, QueryCursor
 
-from portcheck.model import ApiRule, Kernel, Language, Span, Use
+from portcheck.checks import Context, FunctionInfo, run_checks
+from portcheck.model import ApiRule, Finding, Kernel, Language, Span, Use
 from portcheck.parse import count_lines, decode_source, parse_cuda
-from portcheck.parse.treesitter import STRUCTURE_QUERY
+from portcheck.parse.treesitter import CALL_QUERY, STRUCTURE_QUERY
 from portcheck.ruleset import RuleSet
 
 TOKEN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -127,6 +128,8 @@ class FileScan:
     kernels: list[Kernel] = field(default_factory=list)
     definitions: set[str] = field(default_factory=set)  # CUDA-looking names it defines itself
     parse_errors: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    functions: list[FunctionInfo] = field(default_factory=list)
 
 
 def guess_family(name: str) -> str:
@@ -165,6 +168,11 @@ def trie_pattern(words: Iterable[str]) -> str:
         return f"(?:{body})?" if ends else body
 
     return emit(trie)
+
+
+def captures_calls(root: Node) -> list[Node]:
+    """The callee expression of every call and kernel launch in the tree."""
+    return QueryCursor(CALL_QUERY).captures(root).get("callee", [])
 
 
 class _LineIndex:
@@ -222,8 +230,9 @@ def _masked_ranges(text: bytes) -> list[tuple[int, int]]:
 class Extractor:
     """Extracts uses with one rule set. Build once, call `scan_file` per file."""
 
-    def __init__(self, rules: RuleSet) -> None:
+    def __init__(self, rules: RuleSet, ignore: frozenset[str] = frozenset()) -> None:
         self.rules = rules
+        self.ignore = ignore  # hazard slugs not to check
         # Every name that can start a known construct: plain names and the first
         # segment of qualified ones (`thrust` for `thrust::sort`).
         self.qualified_prefixes: set[str] = set()
@@ -265,7 +274,12 @@ class Extractor:
     def scan_file(self, path: str, language: Language, raw: bytes) -> FileScan:
         data, encoding = decode_source(raw)
         result = FileScan(path, language, count_lines(data), encoding)
-        if not language.is_source or not data.strip():
+        if not language.is_source:
+            index = _LineIndex(data)
+            ctx = Context(path, language, data, None, [], index.span, lambda offset: False)
+            result.findings = run_checks(ctx, self.ignore)
+            return result
+        if not data.strip():
             return result
         tree = parse_cuda(data)
         root = tree.root_node
@@ -300,7 +314,46 @@ class Extractor:
         self._scan_tokens(data, root, aliases, using_namespaces, add, result.definitions)
         self._scan_structure(captures, data, add, in_device, index, path, result)
         result.uses.sort(key=lambda u: (u.span.start_byte, u.name))
+        result.functions = self._functions(captures, root)
+        ctx = Context(
+            path, language, data, root, result.uses, index.span, in_device, result.functions
+        )
+        result.findings = run_checks(ctx, self.ignore)
         return result
+
+    @staticmethod
+    def _functions(captures: dict[str, list[Node]], root: Node) -> list[FunctionInfo]:
+        """Function definitions with the names they call, for the call graph."""
+        functions: list[FunctionInfo] = []
+        for fn in captures.get("function", ()):
+            declarator = fn.child_by_field_name("declarator")
+            while declarator is not None and declarator.type != "function_declarator":
+                declarator = declarator.child_by_field_name("declarator")
+            name_node = declarator.child_by_field_name("declarator") if declarator else None
+            if name_node is None or not name_node.text:
+                continue
+            qualifiers = {child.type for child in fn.children}
+            functions.append(
+                FunctionInfo(
+                    name=strip_template_args(name_node.text.decode()).split("::")[-1],
+                    start=fn.start_byte,
+                    end=fn.end_byte,
+                    is_kernel="__global__" in qualifiers,
+                    is_device=bool(qualifiers & DEVICE_QUALIFIERS),
+                )
+            )
+        functions.sort(key=lambda f: f.start)
+        if not functions:
+            return functions
+        starts = [f.start for f in functions]
+        for callee in captures_calls(root):
+            i = bisect.bisect_right(starts, callee.start_byte) - 1
+            while i >= 0 and not (functions[i].start <= callee.start_byte < functions[i].end):
+                i -= 1
+            if i >= 0:
+                name = strip_template_args((callee.text or b"").decode()).split("::")[-1]
+                functions[i].calls.add(name)
+        return functions
 
     def _device_ranges(self, captures: dict[str, list[Node]]) -> list[tuple[int, int]]:
         ranges = []

@@ -162,9 +162,16 @@ class Kernel:
     name: str
     path: str
     span: Span
+    findings: tuple[str, ...] = ()  # slugs of the findings in code this kernel reaches
 
     def to_dict(self) -> dict[str, object]:
-        return {"name": self.name, "path": self.path, "line": self.span.line}
+        return {
+            "name": self.name,
+            "path": self.path,
+            "line": self.span.line,
+            "findings": len(self.findings),
+            "slugs": sorted(set(self.findings)),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +187,8 @@ class Finding:
     targets: Verdicts
     help_url: str = ""
     fix: str = ""
+    function: str = ""  # the enclosing function, if any
+    kernels: tuple[str, ...] = ()  # kernels that reach this code (call graph)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -193,6 +202,8 @@ class Finding:
             "targets": self.targets.to_dict(),
             "help_url": self.help_url,
             "fix": self.fix,
+            "function": self.function,
+            "kernels": list(self.kernels),
         }
 
 
@@ -244,6 +255,7 @@ class Report:
     skipped: tuple[Skipped, ...]
     kernels: tuple[Kernel, ...]
     scores: Mapping[str, int]
+    effort: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     seconds: float = 0.0
     extra: Mapping[str, object] = field(default_factory=dict)
 

@@ -211,9 +211,16 @@ def parse_rule_file(text: str, where: str, stem: str) -> tuple[str, str, list[Ap
     return family, str(doc.get("title") or family), rules
 
 
+HAZARD_CATALOGUE = "hazards.yaml"  # lives in rules/ too, but is not an API family
+
+
 def _rule_files(folder: Traversable | Path) -> Iterable[Traversable | Path]:
     return sorted(
-        (f for f in folder.iterdir() if f.name.endswith(".yaml") and f.is_file()),
+        (
+            f
+            for f in folder.iterdir()
+            if f.name.endswith(".yaml") and f.name != HAZARD_CATALOGUE and f.is_file()
+        ),
         key=lambda f: f.name,
     )
 

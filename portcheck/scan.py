@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from portcheck import __version__
+from portcheck.checks import resolve_ignores
 from portcheck.discover import MAX_FILE_BYTES, Candidate, discover, read_candidate
 from portcheck.extract import Extractor, FileScan
-from portcheck.model import TARGETS, FileSummary, Report, Skipped, Target, Use
+from portcheck.graph import build_call_graph, kernels_reaching
+from portcheck.model import TARGETS, FileSummary, Finding, Kernel, Report, Skipped, Target, Use
 from portcheck.ruleset import RuleSet, default_rules
-from portcheck.score import scores
+from portcheck.score import effort, scores
 
 ProgressCallback = Callable[[int, int, str], None]  # (done, total, current path)
 
@@ -48,6 +51,7 @@ def scan(
     targets: str | Sequence[str] | None = None,
     exclude: Sequence[str] = (),
     rules: RuleSet | None = None,
+    ignore: Sequence[str] = (),
     max_file_bytes: int = MAX_FILE_BYTES,
     progress: ProgressCallback | None = None,
 ) -> Report:
@@ -61,7 +65,11 @@ def scan(
     if not root.exists():
         raise ScanError(f"path does not exist: {root}")
     chosen = parse_targets(targets)
-    extractor = Extractor(rules if rules is not None else default_rules())
+    try:
+        ignored = resolve_ignores(ignore)
+    except ValueError as exc:
+        raise ScanError(str(exc)) from None
+    extractor = Extractor(rules if rules is not None else default_rules(), ignored)
 
     candidates: list[Candidate] = []
     skipped: list[Skipped] = []
@@ -98,11 +106,19 @@ def _assemble(
     # A CUDA-shaped name that the project defines itself (a CUDA_CHECK macro, a
     # cudaHelper function) is the project's own code, not a CUDA API.
     own_names = set().union(*(s.definitions for s in scans)) if scans else set()
+    reach = kernels_reaching(build_call_graph(fn for s in scans for fn in s.functions))
+
     files: list[FileSummary] = []
     uses: list[Use] = []
+    findings: list[Finding] = []
     for file_scan in scans:
         kept = [u for u in file_scan.uses if u.rule is not None or u.name not in own_names]
+        file_findings = [
+            replace(f, kernels=reach.get(f.function, ())) if f.function else f
+            for f in file_scan.findings
+        ]
         uses.extend(kept)
+        findings.extend(file_findings)
         files.append(
             FileSummary(
                 path=file_scan.path,
@@ -110,21 +126,32 @@ def _assemble(
                 lines=file_scan.lines,
                 encoding=file_scan.encoding,
                 uses=len(kept),
-                findings=0,
+                findings=len(file_findings),
                 parse_errors=file_scan.parse_errors,
-                scores=scores(kept, targets),
+                scores=scores(kept, file_findings, targets),
             )
         )
-    kernels = tuple(k for s in scans for k in s.kernels)
+    kernels = _kernels_with_needs([k for s in scans for k in s.kernels], findings)
     return Report(
         root=str(root),
         tool_version=__version__,
         targets=targets,
         files=tuple(files),
         uses=tuple(uses),
-        findings=(),
+        findings=tuple(findings),
         skipped=tuple(sorted(skipped, key=lambda s: s.path)),
         kernels=kernels,
-        scores=scores(uses, targets),
+        scores=scores(uses, findings, targets),
+        effort=effort(uses, findings, targets),
         seconds=seconds,
     )
+
+
+def _kernels_with_needs(kernels: list[Kernel], findings: list[Finding]) -> tuple[Kernel, ...]:
+    """Kernels with the findings that reach them, most in need first."""
+    slugs: dict[str, list[str]] = {}
+    for finding in findings:
+        for kernel in finding.kernels:
+            slugs.setdefault(kernel, []).append(finding.slug)
+    ranked = [replace(k, findings=tuple(sorted(slugs.get(k.name, ())))) for k in kernels]
+    return tuple(sorted(ranked, key=lambda k: (-len(k.findings), k.path, k.span.line)))

@@ -1,17 +1,19 @@
-"""Readiness scores: how much of the CUDA a project uses works on each route.
+"""Readiness scores and effort estimates per route (formula: docs/scoring.md).
 
-The formula (docs/scoring.md): for one target, every distinct CUDA name used
-earns a credit by its status on that target; the readiness is the mean credit
-as a percentage, rounded. Distinct names, not call sites, because the porting
-work is per API: the hundredth call to an unsupported function costs little
-once the first is solved. Nothing used means nothing to port: 100.
+Work items are what a porting engineer deals with one at a time:
+- each distinct CUDA name the code uses, judged by its status on the target;
+- each hazard kind in each file (`warp-size-assumption` in reduce.cu), judged by the
+  hazard's verdict on the target; the worst verdict wins when a file has several.
+
+Readiness is the mean credit of the work items, as a percentage. Effort sorts the
+same items into rename-only, review and rewrite, at a stated cost per item.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from portcheck.model import Status, Target, Use
+from portcheck.model import Finding, Status, Target, Use
 
 CREDIT: dict[Status, float] = {
     Status.SUPPORTED: 1.0,
@@ -19,15 +21,68 @@ CREDIT: dict[Status, float] = {
     Status.UNKNOWN: 0.5,  # no source tells either way: neither counted as working nor as broken
     Status.UNSUPPORTED: 0.0,
 }
+WORST_FIRST = (Status.UNSUPPORTED, Status.PARTIAL, Status.UNKNOWN, Status.SUPPORTED)
+
+# Hours per work item, by category. Assumptions (docs/scoring.md): a renamed name is
+# mechanical (a tool does it, a person checks the diff: ~3 minutes); a partial API or
+# hazard needs reading the code and testing the change (~30 minutes); an unsupported API
+# or hazard needs a rewrite with its own test (~4 hours).
+HOURS = {"rename-only": 0.05, "review": 0.5, "rewrite": 4.0}
 
 
-def readiness(uses: Iterable[Use], target: Target) -> int:
-    statuses = {use.name: use.status[target] for use in uses}
-    if not statuses:
-        return 100
-    total = sum(CREDIT[status] for status in statuses.values())
-    return round(100 * total / len(statuses))
+def _work_items(
+    uses: Iterable[Use], findings: Iterable[Finding], target: Target
+) -> dict[tuple[str, ...], tuple[str, Status]]:
+    """(item key) -> (kind of item, status on target)."""
+    items: dict[tuple[str, ...], tuple[str, Status]] = {}
+    for use in uses:
+        items[("name", use.name)] = ("name", use.status[target])
+    for finding in findings:
+        key = ("hazard", finding.slug, finding.path)
+        status = finding.targets[target]
+        previous = items.get(key)
+        if previous is None or WORST_FIRST.index(status) < WORST_FIRST.index(previous[1]):
+            items[key] = ("hazard", status)
+    return items
 
 
-def scores(uses: Sequence[Use], targets: Sequence[Target]) -> dict[str, int]:
-    return {str(target): readiness(uses, target) for target in targets}
+def readiness(uses: Iterable[Use], findings: Iterable[Finding], target: Target) -> int:
+    items = _work_items(uses, findings, target)
+    if not items:
+        return 100  # nothing to port
+    return round(100 * sum(CREDIT[status] for _, status in items.values()) / len(items))
+
+
+def scores(
+    uses: Sequence[Use], findings: Sequence[Finding], targets: Sequence[Target]
+) -> dict[str, int]:
+    return {str(target): readiness(uses, findings, target) for target in targets}
+
+
+def _category(kind: str, status: Status, target: Target) -> str | None:
+    if status is Status.UNSUPPORTED:
+        return "rewrite"
+    if status in (Status.PARTIAL, Status.UNKNOWN):
+        return "review"
+    # A supported name still has to be renamed for HIP; ZLUDA and SCALE take it as it is.
+    return "rename-only" if kind == "name" and target is Target.HIP else None
+
+
+def effort(
+    uses: Sequence[Use], findings: Sequence[Finding], targets: Sequence[Target]
+) -> dict[str, dict[str, object]]:
+    """Per target: items and hours per category, and the total hours."""
+    result: dict[str, dict[str, object]] = {}
+    for target in targets:
+        counts = dict.fromkeys(HOURS, 0)
+        for kind, status in _work_items(uses, findings, target).values():
+            category = _category(kind, status, target)
+            if category is not None:
+                counts[category] += 1
+        categories = {
+            name: {"items": count, "hours": round(count * HOURS[name], 1)}
+            for name, count in counts.items()
+        }
+        total = round(sum(c["hours"] for c in categories.values()), 1)
+        result[str(target)] = {"categories": categories, "total_hours": total}
+    return result

@@ -33,19 +33,22 @@ def test_wheel_ships_the_rules_and_loads_them(tmp_path):
         zf.extractall(tmp_path / "site")
     assert "portcheck/rules/runtime.yaml" in names
     assert "portcheck/rules/headers.yaml" in names
+    assert "portcheck/rules/hazards.yaml" in names
     # Import from the unpacked wheel only (not the checkout): the rules load from inside it.
     code = (
-        "import portcheck, portcheck.resources as r; "
-        "print(r.data_dir('rules')); print(len(portcheck.load_rules()))"
+        "import sys, portcheck, portcheck.resources as r; "
+        "print(r.data_dir('rules')); print(len(portcheck.load_rules())); "
+        "print(len(portcheck.scan(sys.argv[1]).findings))"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, "-c", code, str(REPO / "examples" / "heatflow")],
         cwd=tmp_path,
         capture_output=True,
         text=True,
         env={"PYTHONPATH": str(tmp_path / "site")},
-        check=True,
     )
-    location, count = out.stdout.split()
+    assert out.returncode == 0, out.stderr
+    location, count, findings = out.stdout.split()
     assert location.startswith(str(tmp_path / "site"))
     assert int(count) >= 400
+    assert int(findings) > 0  # the hazard catalogue ships too

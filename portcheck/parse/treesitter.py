@@ -22,6 +22,14 @@ STRUCTURE_QUERY = Query(
     """,
 )
 
+# Callees for the call graph: plain, qualified and template calls (kernel launches too).
+CALL_QUERY = Query(
+    CUDA_LANGUAGE,
+    """
+    (call_expression function: [(identifier) (qualified_identifier) (template_function)] @callee)
+    """,
+)
+
 _local = threading.local()
 
 

@@ -25,6 +25,7 @@ def report_to_dict(report: Report) -> dict[str, object]:
             "findings": len(report.findings),
             "kernels": len(report.kernels),
             "scores": dict(report.scores),
+            "effort": {t: dict(e) for t, e in report.effort.items()},
             "seconds": round(report.seconds, 3),
         },
         "files": [f.to_dict() for f in report.files],

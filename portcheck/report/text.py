@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from portcheck.checks import catalogue
 from portcheck.model import Report, Status, Target, Use
 
 STATUS_STYLE = {
@@ -53,10 +54,14 @@ def render_text(report: Report, color: bool = False, width: int = 120) -> str:
         _families(console, report)
         _attention(console, report)
         _unknown(console, report)
+    _findings(console, report)
+    _kernels(console, report)
+    _effort(console, report)
     _skipped(console, report)
     console.print(
-        "[dim]Readiness = mean credit over the distinct CUDA names used (supported 1, "
-        "partial 0.5, unknown 0.5, unsupported 0); see docs/scoring.md.[/dim]"
+        "[dim]Readiness = mean credit over the work items (each distinct CUDA name, each "
+        "hazard kind per file): supported 1, partial 0.5, unknown 0.5, unsupported 0; "
+        "see docs/scoring.md.[/dim]"
     )
     return buffer.getvalue()
 
@@ -156,6 +161,70 @@ def _attention(console: Console, report: Report) -> None:
     console.print(table)
     if len(ordered) > MAX_ATTENTION_ROWS:
         console.print(f"  … and {len(ordered) - MAX_ATTENTION_ROWS} more (see --format json)")
+    console.print()
+
+
+MAX_FINDINGS_PER_HAZARD = 5
+SEVERITY_STYLE = {"high": "red", "medium": "yellow", "low": "cyan", "info": "dim"}
+
+
+def _findings(console: Console, report: Report) -> None:
+    """Hazards renaming cannot fix, grouped by hazard, most severe first."""
+    if not report.findings:
+        return
+    by_slug: dict[str, list] = defaultdict(list)
+    for finding in report.findings:
+        by_slug[finding.slug].append(finding)
+    console.print(Text(f"Hazards renaming cannot fix ({len(report.findings)})", style="bold"))
+    ordered = sorted(by_slug.values(), key=lambda fs: (-fs[0].severity, fs[0].id))
+    for group in ordered:
+        first = group[0]
+        severity = first.severity.name.lower()
+        verdicts = "  ".join(
+            f"{TARGET_TITLE[t]} {STATUS_MARK[first.targets[t]]}" for t in report.targets
+        )
+        header = Text(f"  {first.id} {first.slug} ", style="bold")
+        header.append(f"[{severity}] ", style=SEVERITY_STYLE[severity])
+        header.append(f"×{len(group)}   {verdicts}   help: {first.help_url}", style="dim")
+        console.print(header)
+        for finding in group[:MAX_FINDINGS_PER_HAZARD]:
+            where = f"{finding.path}:{finding.span.line}"
+            reached = f" (kernels: {', '.join(finding.kernels)})" if finding.kernels else ""
+            console.print(Text(f"    {where}  {finding.message}{reached}"))
+        if len(group) > MAX_FINDINGS_PER_HAZARD:
+            console.print(Text(f"    … and {len(group) - MAX_FINDINGS_PER_HAZARD} more"))
+        console.print(Text(f"    fix: {catalogue()[first.slug].fix}", style="dim"))
+    console.print()
+
+
+def _kernels(console: Console, report: Report) -> None:
+    needy = [k for k in report.kernels if k.findings]
+    if not needy:
+        return
+    console.print(
+        Text("Kernels by what they need (hazards reached through the call graph)", style="bold")
+    )
+    for kernel in needy[:10]:
+        counts = Counter(kernel.findings)
+        listed = ", ".join(f"{slug} ×{n}" for slug, n in counts.most_common())
+        console.print(Text(f"  {kernel.name} ({kernel.path}:{kernel.span.line}): {listed}"))
+    console.print()
+
+
+def _effort(console: Console, report: Report) -> None:
+    if not report.effort:
+        return
+    console.print(Text("Estimated effort (hours; assumptions in docs/scoring.md)", style="bold"))
+    for target in report.targets:
+        estimate = report.effort[str(target)]
+        parts = ", ".join(
+            f"{name} {c['items']} items = {c['hours']} h"  # type: ignore[index]
+            for name, c in estimate["categories"].items()  # type: ignore[attr-defined]
+            if c["items"]  # type: ignore[index]
+        )
+        console.print(
+            Text(f"  {TARGET_TITLE[target]:<6} {estimate['total_hours']:>6} h   {parts or '—'}")
+        )
     console.print()
 
 

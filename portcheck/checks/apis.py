@@ -1,0 +1,183 @@
+"""Hazards carried by particular APIs: found from the classified uses, not by re-parsing."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from portcheck.checks import Context, hazard
+from portcheck.model import Status, Use, Verdicts
+
+MANAGED = frozenset(
+    {
+        "cudaMallocManaged",
+        "cudaMemAdvise",
+        "cudaMemAdvise_v2",
+        "cudaMemPrefetchAsync",
+        "cudaMemPrefetchAsync_v2",
+        "cudaStreamAttachMemAsync",
+        "cuMemAllocManaged",
+        "cuMemAdvise",
+        "cuMemPrefetchAsync",
+        "cuStreamAttachMemAsync",
+        "__managed__",
+    }
+)
+TEXTURE_REFERENCES = frozenset(
+    {
+        "texture",
+        "cudaBindTexture",
+        "cudaBindTexture2D",
+        "cudaBindTextureToArray",
+        "cudaBindTextureToMipmappedArray",
+        "cudaUnbindTexture",
+        "cudaGetTextureReference",
+        "cudaGetTextureAlignmentOffset",
+        "textureReference",
+        "cuTexRefCreate",
+        "cuTexRefSetAddress",
+        "cuModuleGetTexRef",
+    }
+)
+COOPERATIVE = frozenset(
+    {
+        "cooperative_groups::this_grid",
+        "cooperative_groups::grid_group",
+        "cooperative_groups::this_multi_grid",
+        "cooperative_groups::multi_grid_group",
+        "cudaLaunchCooperativeKernel",
+        "cudaLaunchCooperativeKernelMultiDevice",
+        "cuLaunchCooperativeKernel",
+        "cuLaunchCooperativeKernelMultiDevice",
+    }
+)
+GRAPH_PREFIXES = ("cudaGraph", "cuGraph")
+GRAPH_NAMES = frozenset(
+    {
+        "cudaStreamBeginCapture",
+        "cudaStreamEndCapture",
+        "cudaStreamIsCapturing",
+        "cudaStreamGetCaptureInfo",
+        "cuStreamBeginCapture",
+        "cuStreamEndCapture",
+    }
+)
+MODULE_LOADS = frozenset(
+    {
+        "cuModuleLoad",
+        "cuModuleLoadData",
+        "cuModuleLoadDataEx",
+        "cuModuleLoadFatBinary",
+        "cuLinkCreate",
+        "cuLinkAddData",
+        "cuLinkAddFile",
+        "cuLinkComplete",
+        "cuLibraryLoadData",
+        "cuLibraryLoadFromFile",
+        "cudaLibraryLoadData",
+        "cudaLibraryLoadFromFile",
+        "nvrtcGetPTX",
+        "nvrtcGetCUBIN",
+    }
+)
+# Families whose ROCm counterpart has a different API: renaming is not a port.
+MANUAL_PORT_FAMILIES = {"cudnn": "MIOpen", "cublaslt": "hipBLASLt"}
+MANUAL_PORT_HEADERS = {"cudnn.h": "cudnn", "cublasLt.h": "cublaslt"}
+# Names reported by a more specific hazard are not repeated as unsupported-api.
+SPECIFIC = MANAGED | TEXTURE_REFERENCES | COOPERATIVE | MODULE_LOADS | {"asm", "<<<>>>"}
+
+
+def _report_each(ctx: Context, uses: list[Use], message: str) -> None:
+    for use in uses:
+        ctx.report(use.span.start_byte, use.span.end_byte, message.format(name=use.name))
+
+
+@hazard("managed-memory")
+def managed_memory(ctx: Context) -> None:
+    _report_each(
+        ctx,
+        ctx.uses_named(MANAGED),
+        "`{name}`: managed memory needs XNACK/HMM page migration on AMD GPUs",
+    )
+
+
+@hazard("texture-reference")
+def texture_reference(ctx: Context) -> None:
+    _report_each(
+        ctx,
+        ctx.uses_named(TEXTURE_REFERENCES),
+        "`{name}`: legacy texture reference API (removed in CUDA 12)",
+    )
+
+
+@hazard("tensor-core-wmma")
+def tensor_core_wmma(ctx: Context) -> None:
+    _report_each(
+        ctx,
+        ctx.uses_named(lambda u: u.family == "wmma" or u.name == "mma.h"),
+        "`{name}`: NVIDIA tensor-core WMMA; port to rocWMMA and check the shapes",
+    )
+
+
+@hazard("cooperative-grid-sync")
+def cooperative_grid_sync(ctx: Context) -> None:
+    _report_each(
+        ctx,
+        ctx.uses_named(COOPERATIVE),
+        "`{name}`: grid-wide cooperation needs the whole grid co-resident",
+    )
+
+
+@hazard("cuda-graphs")
+def cuda_graphs(ctx: Context) -> None:
+    def is_graph_call(use: Use) -> bool:
+        if use.kind != "function":
+            return False
+        return use.name in GRAPH_NAMES or use.name.startswith(GRAPH_PREFIXES)
+
+    _report_each(
+        ctx, ctx.uses_named(is_graph_call), "`{name}`: CUDA graph API, only partly available on AMD"
+    )
+
+
+@hazard("ptx-module-load")
+def ptx_module_load(ctx: Context) -> None:
+    _report_each(
+        ctx,
+        ctx.uses_named(MODULE_LOADS),
+        "`{name}` loads PTX/cubin; AMD GPUs need code objects (hipcc --genco or hipRTC)",
+    )
+
+
+@hazard("library-port")
+def library_port(ctx: Context) -> None:
+    """One finding per library per file, at its first use: the port is per library."""
+    counts: Counter[str] = Counter()
+    first: dict[str, Use] = {}
+    for use in ctx.uses:
+        family = MANUAL_PORT_HEADERS.get(use.name, use.family)
+        if family in MANUAL_PORT_FAMILIES:
+            counts[family] += 1
+            first.setdefault(family, use)
+    for family, use in first.items():
+        ctx.report(
+            use.span.start_byte,
+            use.span.end_byte,
+            f"{family} is used {counts[family]} time(s) in this file; it has no drop-in HIP "
+            f"equivalent and must be ported to {MANUAL_PORT_FAMILIES[family]}",
+        )
+
+
+@hazard("unsupported-api")
+def unsupported_api(ctx: Context) -> None:
+    for use in ctx.uses:
+        if use.rule is None or use.status.hip is not Status.UNSUPPORTED or use.name in SPECIFIC:
+            continue
+        if use.family in MANUAL_PORT_FAMILIES or use.family == "wmma":
+            continue  # covered by library-port / tensor-core-wmma
+        ctx.report(
+            use.span.start_byte,
+            use.span.end_byte,
+            f"`{use.name}` has no HIP equivalent",
+            targets=Verdicts(Status.UNSUPPORTED, use.status.zluda, use.status.scale),
+            once_per_line=False,
+        )

@@ -1,0 +1,143 @@
+"""Wave-width hazards: code that assumes 32 lanes per warp (AMD CDNA runs 64)."""
+
+from __future__ import annotations
+
+import re
+
+from portcheck.checks import Context, hazard
+from portcheck.checks.syntax import (
+    call_arguments,
+    call_name,
+    captures,
+    descendants,
+    integer_value,
+    text,
+)
+
+# An operand that is plausibly a thread or lane index.
+THREAD_INDEX = re.compile(
+    r"threadIdx|blockDim|\blane|\btid\b|thread_?id|\bltid\b|laneid|_tid\b|\bidx\b", re.I
+)
+# (operator, literal) pairs that divide a thread index into 32-wide warps.
+WARP_ARITHMETIC = {("%", 32), ("/", 32), ("&", 31), (">>", 5)}
+SYNC_INTRINSICS = frozenset(
+    {
+        "__shfl_sync",
+        "__shfl_up_sync",
+        "__shfl_down_sync",
+        "__shfl_xor_sync",
+        "__ballot_sync",
+        "__any_sync",
+        "__all_sync",
+        "__uni_sync",
+        "__match_any_sync",
+        "__match_all_sync",
+        "__syncwarp",
+        "__reduce_add_sync",
+        "__reduce_min_sync",
+        "__reduce_max_sync",
+        "__reduce_and_sync",
+        "__reduce_or_sync",
+        "__reduce_xor_sync",
+    }
+)
+MASK_PRODUCERS = frozenset(
+    {"__ballot_sync", "__ballot", "__activemask", "__match_any_sync", "__match_all_sync"}
+)
+NARROW_TYPES = re.compile(r"^(?:unsigned(?:\s+int)?|int|uint32_t|uint|unsigned\s+long|int32_t)$")
+FULL_MASK_32 = re.compile(r"^(?:0x[fF]{8}[uU]?|~0[uU]?|4294967295[uU]?)$")
+
+
+@hazard("warp-size-assumption")
+def warp_size_assumption(ctx: Context) -> None:
+    if ctx.root is None:
+        return
+    for node in captures(ctx.root, "(binary_expression) @e", "e"):
+        if not ctx.in_device(node.start_byte):
+            continue
+        operator = node.child_by_field_name("operator")
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        value = integer_value(right)
+        if operator is None or value is None or (text(operator), value) not in WARP_ARITHMETIC:
+            continue
+        if THREAD_INDEX.search(text(left)):
+            ctx.report(
+                node.start_byte,
+                node.end_byte,
+                f"`{text(node)}` splits threads into 32-wide warps; CDNA wavefronts are 64 wide",
+                fix="Use `warpSize` (e.g. `threadIdx.x % warpSize`, `threadIdx.x / warpSize`).",
+            )
+    for decl in captures(ctx.root, "(declaration) @d", "d"):
+        if b"__shared__" not in (decl.text or b"") or not ctx.in_device(decl.start_byte):
+            continue
+        for array in descendants(decl, "array_declarator"):
+            if integer_value(array.child_by_field_name("size")) == 32:
+                ctx.report(
+                    array.start_byte,
+                    array.end_byte,
+                    f"shared array `{text(array)}` has one slot per lane or warp of a 32-wide warp",
+                    fix="Size it from the wave size (64 on CDNA), e.g. `[1024 / warpSize]` via a "
+                    "constexpr, or `[64]`.",
+                )
+    for loop in captures(ctx.root, "(for_statement) @f", "f"):
+        if not ctx.in_device(loop.start_byte):
+            continue
+        init = loop.child_by_field_name("initializer")
+        starts_at_16 = init is not None and any(
+            integer_value(n) == 16 for n in descendants(init, "number_literal")
+        )
+        body = loop.child_by_field_name("body")
+        if starts_at_16 and body is not None and b"__shfl" in (body.text or b""):
+            ctx.report(
+                loop.start_byte,
+                init.end_byte if init is not None else loop.end_byte,
+                "shuffle reduction starts at offset 16, covering only 32 lanes",
+                fix="Start at `warpSize / 2` so all 64 lanes of a CDNA wavefront are reduced.",
+            )
+
+
+@hazard("lane-mask-width")
+def lane_mask_width(ctx: Context) -> None:
+    if ctx.root is None:
+        return
+    for call in captures(ctx.root, "(call_expression) @c", "c"):
+        name = call_name(call)
+        if name not in SYNC_INTRINSICS:
+            continue
+        args = call_arguments(call)
+        if args and FULL_MASK_32.match(text(args[0]).replace(" ", "")):
+            ctx.report(
+                args[0].start_byte,
+                args[0].end_byte,
+                f"`{text(args[0])}` passed to {name} is a 32-lane mask; wave64 needs 64 bits",
+                fix="Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`).",
+            )
+    for declarator in captures(ctx.root, "(init_declarator) @i", "i"):
+        value = declarator.child_by_field_name("value")
+        if value is None or value.type != "call_expression":
+            continue
+        if call_name(value) not in MASK_PRODUCERS:
+            continue
+        declaration = declarator.parent
+        type_node = declaration.child_by_field_name("type") if declaration is not None else None
+        type_text = " ".join(text(type_node).split())
+        if NARROW_TYPES.match(type_text):
+            ctx.report(
+                declarator.start_byte,
+                declarator.end_byte,
+                f"{call_name(value)} result stored in 32-bit `{type_text}`; "
+                "wave64 ballots are 64 bits",
+                fix="Store it in `unsigned long long` (or `auto`).",
+            )
+    for shift in captures(ctx.root, "(binary_expression) @e", "e"):
+        operator = shift.child_by_field_name("operator")
+        if operator is None or text(operator) != "<<" or not ctx.in_device(shift.start_byte):
+            continue
+        left, right = shift.child_by_field_name("left"), shift.child_by_field_name("right")
+        if text(left).lower() in ("1", "1u") and re.search(r"lane", text(right), re.I):
+            ctx.report(
+                shift.start_byte,
+                shift.end_byte,
+                f"`{text(shift)}` overflows a 32-bit mask for lanes 32–63",
+                fix="Shift a 64-bit one: `1ull << lane`.",
+            )
