@@ -1,0 +1,54 @@
+"""Help pages (docs/rules/<slug>.md) rendered from the hazard catalogue, so they cannot drift.
+tools/gen_hazard_docs.py writes them; a test checks the files on disk match."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from portcheck.checks import HazardSpec
+from portcheck.model import TARGETS
+
+TARGET_TITLE = {"hip": "HIP", "zluda": "ZLUDA", "scale": "SCALE"}
+
+
+def _fence(code: str, language: str) -> str:
+    return f"```{language}\n{code.rstrip()}\n```"
+
+
+def render_hazard_doc(spec: HazardSpec) -> str:
+    language = "cmake" if spec.example_file.lower().startswith("cmakelists") else "cuda"
+    verdicts = "\n".join(
+        f"| {TARGET_TITLE[t]} | {spec.targets[t].value} | {spec.target_notes.get(t, '')} |"
+        for t in TARGETS
+    )
+    return (
+        f"# {spec.slug} ({spec.id})\n\n"
+        f"*{spec.summary}* — severity **{spec.severity.name.lower()}**, since {spec.since}.\n\n"
+        "<!-- Generated from rules/hazards.yaml by tools/gen_hazard_docs.py; do not edit. -->\n\n"
+        f"## What it does\n\nReports {spec.summary}.\n\n"
+        f"## Why is this a problem?\n\n{spec.why}\n\n"
+        f"## Per route\n\n| route | verdict | why |\n|---|---|---|\n{verdicts}\n\n"
+        f"## Example\n\n{_fence(spec.example, language)}\n\n"
+        f"## Use instead\n\n{_fence(spec.instead, language)}\n\n"
+        f"## Fix\n\n{spec.fix}\n\n"
+        "## Suppressing\n\n"
+        f"Add `// portcheck: ignore[{spec.slug}]` on the line (or the line before), or run "
+        f"`portcheck scan --ignore {spec.id}`.\n"
+    )
+
+
+def render_index(specs: Mapping[str, HazardSpec]) -> str:
+    rows = "\n".join(
+        f"| {s.id} | [{s.slug}]({s.slug}.md) | {s.severity.name.lower()} | {s.summary} | "
+        + " | ".join(s.targets[t].value for t in TARGETS)
+        + " |"
+        for s in sorted(specs.values(), key=lambda s: s.id)
+    )
+    return (
+        "# Hazard reference\n\n"
+        "<!-- Generated from rules/hazards.yaml by tools/gen_hazard_docs.py; do not edit. -->\n\n"
+        "Problems that renaming CUDA to HIP cannot fix. Verdict per route for code that has "
+        "the hazard.\n\n"
+        "| id | slug | severity | what | HIP | ZLUDA | SCALE |\n|---|---|---|---|---|---|---|\n"
+        f"{rows}\n"
+    )

@@ -1,0 +1,179 @@
+"""Hazard checks: exact (slug, line) pairs on realistic fixtures, silence on correct code,
+and a catalogue that matches the registered checks and its own documentation."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections import Counter
+
+import pytest
+
+import portcheck
+from portcheck.checks import REGISTRY, catalogue
+from portcheck.checks.docs import render_hazard_doc, render_index
+
+from conftest import FIXTURES, REPO
+
+HAZARD_FIXTURES = FIXTURES / "hazards"
+# `// expect: slug [slug…]` (or `# expect:` in build files) marks findings on the next line.
+EXPECT = re.compile(r"(?://|#)\s*expect:\s*([\w\- ]+?)\s*$")
+
+
+def expected_findings(path) -> Counter[tuple[str, int]]:
+    expected: Counter[tuple[str, int]] = Counter()
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        match = EXPECT.search(line)
+        if match:
+            for slug in match.group(1).split():
+                expected[(slug, number + 1)] += 1
+    return expected
+
+
+def findings_of(path) -> Counter[tuple[str, int]]:
+    report = portcheck.scan(path)
+    return Counter((f.slug, f.span.line) for f in report.findings)
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(p.name for p in HAZARD_FIXTURES.iterdir() if p.name != "wave_agnostic.cu"),
+)
+def test_findings_match_markers_exactly(name):
+    path = HAZARD_FIXTURES / name
+    found, expected = findings_of(path), expected_findings(path)
+    assert found == expected, (
+        f"missing: {sorted((expected - found).elements())}\n"
+        f"unexpected: {sorted((found - expected).elements())}"
+    )
+
+
+def test_wave_agnostic_code_is_silent():
+    assert findings_of(HAZARD_FIXTURES / "wave_agnostic.cu") == Counter()
+
+
+def test_every_catalogued_hazard_has_a_fixture_that_fires_it():
+    fired = set()
+    for path in HAZARD_FIXTURES.iterdir():
+        fired |= {slug for slug, _ in expected_findings(path)}
+    required = set(catalogue()) - {"unsupported-api"}  # checked against real rules below
+    assert required <= fired
+
+
+def test_catalogue_and_registered_checks_are_the_same_set():
+    from portcheck.checks import apis, build, device, warp  # noqa: F401  (register the checks)
+
+    assert set(REGISTRY) == set(catalogue())
+
+
+def test_required_slugs_and_stable_ids():
+    specs = catalogue()
+    for slug in (
+        "warp-size-assumption",
+        "lane-mask-width",
+        "inline-ptx",
+        "arch-conditional",
+        "launch-bounds",
+        "managed-memory",
+        "texture-reference",
+        "dynamic-parallelism",
+        "tensor-core-wmma",
+        "cooperative-grid-sync",
+        "cuda-graphs",
+        "library-port",
+        "ptx-module-load",
+        "unsupported-api",
+    ):
+        assert slug in specs
+    assert specs["warp-size-assumption"].id == "PC001"
+    assert len({s.id for s in specs.values()}) == len(specs)
+
+
+@pytest.mark.parametrize("slug", sorted(catalogue()))
+def test_catalogue_example_fires_and_instead_is_silent(tmp_path, slug):
+    spec = catalogue()[slug]
+    bad = tmp_path / "bad" / spec.example_file
+    good = tmp_path / "good" / spec.example_file
+    bad.parent.mkdir()
+    good.parent.mkdir()
+    bad.write_text(spec.example)
+    good.write_text(spec.instead)
+    assert slug in {f.slug for f in portcheck.scan(bad).findings}
+    assert slug not in {f.slug for f in portcheck.scan(good).findings}
+
+
+@pytest.mark.parametrize("slug", sorted(catalogue()))
+def test_help_pages_are_generated_from_the_catalogue(slug):
+    page = REPO / "docs" / "rules" / f"{slug}.md"
+    assert page.read_text() == render_hazard_doc(catalogue()[slug]), (
+        "docs out of date: run `python tools/gen_hazard_docs.py`"
+    )
+    assert (REPO / "docs" / "rules" / "README.md").read_text() == render_index(catalogue())
+
+
+def test_findings_carry_verdicts_help_and_fix():
+    report = portcheck.scan(HAZARD_FIXTURES / "device_features.cu")
+    ptx = next(f for f in report.findings if f.slug == "inline-ptx")
+    assert ptx.id == "PC003"
+    assert ptx.targets.to_dict() == {
+        "hip": "unsupported",
+        "zluda": "supported",
+        "scale": "supported",
+    }
+    assert ptx.help_url == "docs/rules/inline-ptx.md"
+    assert ptx.fix
+
+
+def test_helper_hazards_are_attributed_to_every_kernel_that_reaches_them(tmp_path):
+    shutil.copy(HAZARD_FIXTURES / "warp_reduce.cu", tmp_path)
+    (tmp_path / "second.cu").write_text(
+        "__device__ float warpReduce(float v);\n"
+        "__global__ void rowSums(const float* m, float* out) {\n"
+        "  out[blockIdx.x] = warpReduce(m[threadIdx.x]);\n"
+        "}\n"
+    )
+    report = portcheck.scan(tmp_path)
+    in_helper = [f for f in report.findings if f.function == "warpReduce"]
+    assert in_helper and all(f.kernels == ("blockSum", "rowSums") for f in in_helper)
+    ranked = [(k.name, len(k.findings)) for k in report.kernels]
+    assert ranked[0][0] == "blockSum" and ranked[0][1] > dict(ranked)["rowSums"] > 0
+
+
+def test_inline_suppression_and_ignore_option(tmp_path):
+    source = (HAZARD_FIXTURES / "apis.cu").read_text()
+    prefetch_line = (
+        source.splitlines().index("  cudaMemPrefetchAsync(m, n * sizeof(float), 0, s);") + 1
+    )
+
+    def managed_lines(text):
+        (tmp_path / "apis.cu").write_text(text)
+        report = portcheck.scan(tmp_path / "apis.cu")
+        return {f.span.line for f in report.findings if f.slug == "managed-memory"}
+
+    # `// portcheck: ignore[managed-memory]` on the line before silences it; without it, not.
+    assert prefetch_line not in managed_lines(source)
+    assert prefetch_line in managed_lines(source.replace("portcheck: ignore", "note: keep"))
+    ignored = portcheck.scan(HAZARD_FIXTURES / "apis.cu", ignore=["PC006", "cuda-graphs"])
+    slugs = {f.slug for f in ignored.findings}
+    assert "managed-memory" not in slugs and "cuda-graphs" not in slugs
+    assert "texture-reference" in slugs
+    with pytest.raises(portcheck.ScanError, match="unknown hazard 'PC999'"):
+        portcheck.scan(HAZARD_FIXTURES / "apis.cu", ignore=["PC999"])
+
+
+def test_unsupported_api_uses_the_rule_set(tmp_path, rules):
+    from portcheck.checks.apis import SPECIFIC
+
+    name = next(
+        r.cuda
+        for r in rules
+        if r.family in ("runtime", "driver")
+        and r.kind == "function"
+        and str(r.status.hip) == "unsupported"
+        and r.cuda not in SPECIFIC
+    )
+    source = tmp_path / "x.cu"
+    source.write_text(f"void f() {{\n  {name}();\n}}\n")
+    (finding,) = [f for f in portcheck.scan(source).findings if f.slug == "unsupported-api"]
+    assert finding.span.line == 2 and name in finding.message
+    assert finding.targets.zluda == rules.lookup(name).status.zluda
