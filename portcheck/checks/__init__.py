@@ -40,6 +40,12 @@ SPEC_KEYS = frozenset(
     }
 )
 SUPPRESSION = re.compile(rb"portcheck:\s*ignore(?:\[([^\]]*)\])?")
+# `#define WARP_SIZE 32`, `#define FULL_MASK 0xffffffffu`: integer-valued object-like macros.
+INTEGER_MACRO = re.compile(
+    rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+\(?[ \t]*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*"
+    rb"[ \t]*\)?[ \t]*(?://.*)?$",
+    re.MULTILINE,
+)
 
 
 class CatalogueError(ValueError):
@@ -160,6 +166,7 @@ class Context:
     findings: list[Finding] = field(default_factory=list)
     _current: HazardSpec | None = None
     _seen: set[tuple[str, int]] = field(default_factory=set)
+    _macros: dict[str, int] | None = None
 
     def report(
         self,
@@ -192,6 +199,17 @@ class Context:
                 function=self.function_at(start),
             )
         )
+
+    @property
+    def macro_constants(self) -> dict[str, int]:
+        """Integer-valued object-like macros defined in this file."""
+        if self._macros is None:
+            self._macros = (
+                {m.group(1).decode(): int(m.group(2), 0) for m in INTEGER_MACRO.finditer(self.data)}
+                if b"define" in self.data
+                else {}
+            )
+        return self._macros
 
     def function_at(self, offset: int) -> str:
         starts = [f.start for f in self.functions]

@@ -46,6 +46,15 @@ MASK_PRODUCERS = frozenset(
 )
 NARROW_TYPES = re.compile(r"^(?:unsigned(?:\s+int)?|int|uint32_t|uint|unsigned\s+long|int32_t)$")
 FULL_MASK_32 = re.compile(r"^(?:0x[fF]{8}[uU]?|~0[uU]?|4294967295[uU]?)$")
+ALL_ONES_32 = 0xFFFFFFFF
+
+
+def _value(ctx: Context, node) -> int | None:
+    """An integer literal, or a macro defined in this file as one (`WARP_SIZE`)."""
+    value = integer_value(node)
+    if value is None and node is not None and node.type == "identifier":
+        value = ctx.macro_constants.get(text(node))
+    return value
 
 
 @hazard("warp-size-assumption")
@@ -57,7 +66,7 @@ def warp_size_assumption(ctx: Context) -> None:
             continue
         operator = node.child_by_field_name("operator")
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
-        value = integer_value(right)
+        value = _value(ctx, right)
         if operator is None or value is None or (text(operator), value) not in WARP_ARITHMETIC:
             continue
         if THREAD_INDEX.search(text(left)):
@@ -71,7 +80,7 @@ def warp_size_assumption(ctx: Context) -> None:
         if b"__shared__" not in (decl.text or b"") or not ctx.in_device(decl.start_byte):
             continue
         for array in descendants(decl, "array_declarator"):
-            if integer_value(array.child_by_field_name("size")) == 32:
+            if _value(ctx, array.child_by_field_name("size")) == 32:
                 ctx.report(
                     array.start_byte,
                     array.end_byte,
@@ -105,7 +114,10 @@ def lane_mask_width(ctx: Context) -> None:
         if name not in SYNC_INTRINSICS:
             continue
         args = call_arguments(call)
-        if args and FULL_MASK_32.match(text(args[0]).replace(" ", "")):
+        if not args:
+            continue
+        literal = FULL_MASK_32.match(text(args[0]).replace(" ", ""))
+        if literal or (args[0].type == "identifier" and _value(ctx, args[0]) == ALL_ONES_32):
             ctx.report(
                 args[0].start_byte,
                 args[0].end_byte,
