@@ -18,6 +18,7 @@ from portcheck.report import FORMATTERS
 from portcheck.report.text import render_text
 from portcheck.ruleset import RuleError
 from portcheck.scan import ProgressCallback, ScanError, parse_targets, scan
+from portcheck.translate import ENGINES, TranslateError, translate
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_USAGE = 0, 1, 2
 PROGRESS_MIN_FILES = 20
@@ -166,6 +167,70 @@ def _emit(report: Report, fmt: str, output: Path | None) -> None:
         click.echo(f"Error: cannot write {output}: {exc.strerror or exc}", err=True)
         sys.exit(EXIT_USAGE)
     click.echo(f"portcheck: wrote {fmt} report to {output}", err=True)
+
+
+@main.command("translate")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="Output file (for a file) or folder (for a tree). Never inside PATH.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(list(ENGINES)),
+    default="builtin",
+    show_default=True,
+    help="builtin: portcheck's span-exact engine; hipify-perl/hipify-clang if installed.",
+)
+@click.option("--diff", "diff_only", is_flag=True, help="Print a unified diff; write nothing.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="How to report what changed.",
+)
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB.")
+def translate_command(
+    path: Path,
+    output: Path | None,
+    engine: str,
+    diff_only: bool,
+    fmt: str,
+    exclude: tuple[str, ...],
+) -> None:
+    """Translate CUDA under PATH to HIP: a file gives a file, a folder a mirrored folder."""
+    try:
+        report = translate(path, output, engine=engine, exclude=exclude, diff_only=diff_only)
+    except TranslateError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    if diff_only:
+        for result in report.files:
+            if result.diff:
+                click.echo(result.diff, nl=False)
+    if fmt == "json":
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    elif not diff_only:
+        for result in report.files:
+            if result.error:
+                click.echo(f"{result.path}: not translated: {result.error}", err=True)
+                continue
+            what = f"{result.replacements} replacement(s), {result.markers} marker(s)" + (
+                ", added #include <hip/hip_runtime.h>" if result.injected_include else ""
+            )
+            click.echo(f"{result.path}: {what if result.changed else 'unchanged'}")
+        changed = sum(1 for r in report.files if r.changed)
+        click.echo(
+            f"portcheck: {len(report.files)} source file(s) translated with {engine} "
+            f"({changed} changed), {report.copied} other file(s) copied -> {output}",
+            err=True,
+        )
+    if any(r.error for r in report.files):
+        sys.exit(EXIT_FAIL_UNDER)
 
 
 @main.group("rules")

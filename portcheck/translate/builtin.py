@@ -1,0 +1,191 @@
+"""The built-in CUDA -> HIP engine: exact byte-span edits from the parse and the rule set.
+
+Every edit replaces the span of one classified use (an identifier, a type, an enum, a
+macro, an include path, the leading namespace of a qualified name) with its HIP
+equivalent from rules/. Nothing is matched by regex over the whole file, so comments,
+strings and look-alikes (`mycudaFree`) are never touched, and code in every `#if`
+branch is translated because the parser reads them all.
+
+Line numbers are preserved: marker comments for hazards are appended to the end of
+their line, and the one line that may be added (`#include <hip/hip_runtime.h>`) is
+recorded in `inserted_lines` so diagnostics can be mapped back to the CUDA source.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from portcheck.checks.device import ARCH_COMPARISON
+from portcheck.extract import ASM_NAME, LAUNCH_NAME, Extractor, FileScan
+from portcheck.model import Finding, Language, Use
+
+HIP_RUNTIME_HEADER = "hip/hip_runtime.h"
+HIP_RUNTIME_INCLUDE = re.compile(rb"#\s*include\s*[<\"]hip/hip_runtime\.h[>\"]")
+MARKER = "portcheck:"
+NEEDS_RUNTIME_FAMILIES = frozenset({"runtime", "driver", "device"})
+
+
+@dataclass
+class Translation:
+    """The HIP text of one file and what was done to it."""
+
+    path: str
+    text: bytes
+    replacements: int = 0
+    markers: int = 0
+    injected_include: bool = False
+    inserted_lines: list[int] = field(default_factory=list)  # 1-based lines added in the output
+    encoding: str = "utf-8"
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.replacements or self.markers or self.injected_include)
+
+    def original_line(self, line: int) -> int:
+        """Map a line of the translated text back to the CUDA source line."""
+        return line - sum(1 for inserted in self.inserted_lines if inserted < line)
+
+
+def _namespace_edit(use: Use, data: bytes) -> tuple[int, int, str] | None:
+    """Rename the written namespace prefix of a qualified name (`cub::` -> `hipcub::`)."""
+    assert use.rule is not None and use.hip is not None
+    cuda_parts, hip_parts = use.name.split("::"), use.hip.split("::")
+    # The shared tail (the member name) stays; the differing head is the namespace rename.
+    shared = 0
+    while (
+        shared < min(len(cuda_parts), len(hip_parts))
+        and cuda_parts[-1 - shared] == hip_parts[-1 - shared]
+    ):
+        shared += 1
+    cuda_head, hip_head = (
+        cuda_parts[: len(cuda_parts) - shared],
+        hip_parts[: len(hip_parts) - shared],
+    )
+    if not cuda_head or not hip_head:
+        return None
+    start = use.span.start_byte
+    token = data[start : use.span.end_byte].decode()
+    if token == cuda_head[0]:
+        written = re.compile(r"\s*::\s*".join(re.escape(p) for p in cuda_head).encode())
+        match = written.match(data, start)
+        if match:
+            return start, match.end(), "::".join(hip_head)
+    elif token == cuda_head[-1]:  # written after `using namespace nvcuda;` as `wmma::…`
+        return start, use.span.end_byte, hip_head[-1]
+    return None  # written through an alias: the alias declaration itself is renamed
+
+
+def _edit_for(use: Use, data: bytes) -> tuple[int, int, str] | None:
+    rule = use.rule
+    if rule is None or rule.hip is None or use.name in (LAUNCH_NAME, ASM_NAME):
+        return None
+    start, end = use.span.start_byte, use.span.end_byte
+    if use.kind == "header":
+        written = data[start + 1 : end - 1].decode()
+        if rule.cuda.endswith("/"):  # a directory rule: `thrust/` keeps its paths
+            if not rule.hip.endswith("/") or rule.hip == rule.cuda:
+                return None
+            return start + 1, end - 1, rule.hip + written[len(rule.cuda) :]
+        return (start + 1, end - 1, rule.hip) if written != rule.hip else None
+    if rule.hip == use.name:
+        return None
+    if "::" in use.name:
+        return _namespace_edit(use, data)
+    if use.name == "__CUDA_ARCH__":
+        line_start = data.rfind(b"\n", 0, start) + 1
+        line_end = data.find(b"\n", start)
+        line = data[line_start : line_end if line_end != -1 else len(data)].decode(errors="replace")
+        if ARCH_COMPARISON.search(line):
+            return None  # a numeric arch test has no HIP meaning: leave it, mark it
+    if data[start:end].decode(errors="replace") != use.name:
+        return None
+    return start, end, rule.hip
+
+
+def _line_end(data: bytes, line: int) -> int:
+    offset = 0
+    for _ in range(line - 1):
+        offset = data.index(b"\n", offset) + 1
+    end = data.find(b"\n", offset)
+    return len(data) if end == -1 else end
+
+
+def _marker_inserts(data: bytes, findings: list[Finding]) -> list[tuple[int, int, str]]:
+    """One `/* portcheck: … */` comment at the end of each line with findings."""
+    by_line: dict[int, list[Finding]] = {}
+    for finding in findings:
+        by_line.setdefault(finding.span.line, []).append(finding)
+    inserts = []
+    for line, line_findings in sorted(by_line.items()):
+        end = _line_end(data, line)
+        line_start = data.rfind(b"\n", 0, end) + 1
+        existing = data[line_start:end]
+        if MARKER.encode() + b" " + line_findings[0].id.encode() in existing:
+            continue  # translated before: keep it idempotent
+        label = "; ".join(dict.fromkeys(f"{f.id} {f.slug}" for f in line_findings))
+        comment = f" /* {MARKER} {label}: see {line_findings[0].help_url} */"
+        position = end
+        stripped = existing.rstrip()
+        if stripped.endswith(b"\\"):  # inside a macro: stay before the continuation
+            position = line_start + len(stripped) - 1
+        inserts.append((position, position, comment))
+    return inserts
+
+
+def _include_position(data: bytes) -> int:
+    """Where to add `#include <hip/hip_runtime.h>`: before the first #include, or after
+    the leading comments and `#pragma once`."""
+    match = re.search(rb"^[ \t]*#[ \t]*include\b", data, re.MULTILINE)
+    if match:
+        return match.start()
+    offset = 0
+    for line in data.splitlines(keepends=True):
+        text = line.strip()
+        if text and not text.startswith((b"//", b"/*", b"*", b"#pragma once")):
+            break
+        offset += len(line)
+    return offset
+
+
+def _needs_runtime(scan: FileScan) -> bool:
+    if scan.kernels or any(fn.is_device for fn in scan.functions):
+        return True
+    return any(
+        u.rule is not None and u.family in NEEDS_RUNTIME_FAMILIES and u.hip != u.name
+        for u in scan.uses
+    )
+
+
+def translate_source(
+    extractor: Extractor, path: str, language: Language, raw: bytes, add_markers: bool = True
+) -> Translation:
+    """Translate one file's bytes to HIP."""
+    scan = extractor.scan_file(path, language, raw)
+    from portcheck.parse import decode_source
+
+    data, encoding = decode_source(raw)
+    edits = [e for e in (_edit_for(use, data) for use in scan.uses) if e is not None]
+    replacements = len(edits)
+    markers = _marker_inserts(data, scan.findings) if add_markers else []
+    result = Translation(
+        path, data, replacements, len(markers), encoding=encoding, findings=scan.findings
+    )
+    pieces = sorted(edits + markers, key=lambda e: (e[0], e[1]))
+    output = bytearray()
+    cursor = 0
+    for start, end, replacement in pieces:
+        if start < cursor:
+            continue  # overlapping edits cannot happen with disjoint use spans; be safe
+        output += data[cursor:start] + replacement.encode()
+        cursor = end
+    output += data[cursor:]
+    text = bytes(output)
+    if not HIP_RUNTIME_INCLUDE.search(text) and _needs_runtime(scan):
+        position = _include_position(text)
+        text = text[:position] + f"#include <{HIP_RUNTIME_HEADER}>\n".encode() + text[position:]
+        result.injected_include = True
+        result.inserted_lines.append(text.count(b"\n", 0, position) + 1)
+    result.text = text
+    return result
