@@ -17,25 +17,39 @@ This script owns the whole rule-building pipeline and nothing else:
   - optionally SCALE's published library wrappers (spectral-compute/scale-library-wrappers),
     which show which cuBLAS/cuRAND/cuSPARSE/cuSOLVER entry points SCALE declares.
 * **Combining** them with curated facts kept beside this script in tools/:
-  - ``seed_names.txt``: the names to emit (ignored with ``--all``);
+  - ``seed_names.txt``: a curated subset of names, emitted instead of everything with
+    ``--seed-only`` (handy for a quick, reviewable build);
   - ``manual_families.yaml``: entries for names no parsed source covers (NCCL, NVTX,
     Thrust, CUB, cooperative groups, WMMA, headers, builtins), each with a citation;
   - ``target_facts.yaml``: the reasoning tables (which driver calls a runtime call needs,
-    which PTX instruction a device intrinsic becomes, per-library defaults) and the
-    per-name overrides, each with a citation or an ``inferred:`` reason.
-* **Writing** one ``<family>.yaml`` per family in the ``portcheck.rules/1`` schema.
+    which PTX instruction a device intrinsic or a family of intrinsics becomes, per-library
+    defaults and per-name rules) and the per-name overrides, each with a citation or an
+    ``inferred:`` reason.
+* **Writing** one ``<family>.yaml`` per family in the ``portcheck.rules/1`` schema. Every
+  family file starts with the command that regenerates it and the commits it was built from.
+
+By default every name the sources know is emitted (all HIPIFY table rows and include-map
+headers plus the curated entries): the full knowledge base.
 
 Usage::
 
     python tools/build_rules.py --hipify DIR --zluda DIR --scale-docs DIR --out rules/ \
-        [--scale-wrappers DIR] [--all]
+        [--scale-wrappers DIR] [--seed-only]
 
-Each DIR is a bare git repository read at HEAD; the commit of every repository read ends
-up in the `sources` of the family files. The committed rules/ were generated with
-``--scale-wrappers`` (spectral-compute/scale-library-wrappers); without it, SCALE's
-per-function verdicts for cuBLAS/cuRAND/cuSPARSE/cuSOLVER fall back to the family
-defaults in target_facts.yaml (mostly `unknown`). ``--all`` emits every name HIPIFY and the
-curated files know instead of the seed list (the future full knowledge base).
+Each DIR is a git repository (bare is fine) read at HEAD; the commit of every repository
+read ends up in the `sources` of the family files. Without ``--scale-wrappers``, SCALE's
+per-function verdicts for cuBLAS/cuRAND/cuSPARSE/cuSOLVER fall back to the family defaults
+in target_facts.yaml (mostly `unknown`).
+
+The committed rules/ were generated with exactly this command, from the repository root,
+with the upstream repositories mirrored as bare clones under /work/.mirror/<owner>+<name>/repo
+(ROCm/HIPIFY 014177bc2e43, vosen/ZLUDA 8a7931be87d7, spectral-compute/scale-docs
+f20700f5f55e, spectral-compute/scale-library-wrappers df393c4d3fc8)::
+
+    M=/work/.mirror
+    python tools/build_rules.py --hipify $M/ROCm+HIPIFY/repo --zluda $M/vosen+ZLUDA/repo \
+        --scale-docs $M/spectral-compute+scale-docs/repo \
+        --scale-wrappers $M/spectral-compute+scale-library-wrappers/repo --out rules
 
 Only the standard library and PyYAML are used.
 """
@@ -157,6 +171,14 @@ class GitRepo:
 
     def show(self, path: str) -> str:
         return self._git("show", f"HEAD:{path}")
+
+    def show_if_present(self, path: str) -> str:
+        """The file's text, or "" with a warning when this commit has no such file (a
+        trimmed-down repository, e.g. the test fixtures, or an upstream rename)."""
+        if not self.exists(path):
+            print(f"warning: {self.project} has no {path}; skipping it", file=sys.stderr)
+            return ""
+        return self.show(path)
 
     def exists(self, path: str) -> bool:
         return path in self.files()
@@ -283,7 +305,9 @@ def parse_hipify_includes(text: str) -> dict[str, tuple[str, str]]:
 
 def load_hipify(repo: GitRepo) -> HipifyData:
     rows = {
-        table: parse_hipify_table(repo.show(f"docs/tables/{file}"), table, table in USE_ROC_COLUMN)
+        table: parse_hipify_table(
+            repo.show_if_present(f"docs/tables/{file}"), table, table in USE_ROC_COLUMN
+        )
         for table, file in HIPIFY_TABLES.items()
     }
     kinds, hipdnn = parse_hipify_maps(repo)
@@ -321,39 +345,90 @@ def parse_zluda_lists(text: str, prefix: str) -> set[str]:
 
 @dataclass
 class PtxGrammar:
-    """The PTX instruction forms ZLUDA's parser accepts."""
+    """The PTX instruction forms ZLUDA's parser accepts.
 
-    forms: list[list[str]]  # each form: dotted segments with optional `{...}` parts removed
-    placeholders: dict[str, set[str]]  # `.mode` -> {"up", "down", ...} (union over rules)
+    Each form is a list of (segment, optional) pairs: ``add{.rnd}{.ftz}.f32`` becomes
+    add, rnd?, ftz?, f32. A segment is either literal text or the name of a placeholder
+    declared beside the rule (``.rnd: RawRoundingMode = { .rn, .rz, .rm, .rp };``).
+    Placeholder values are pooled over all rules, so a check is slightly permissive.
+    """
+
+    forms: list[list[tuple[str, bool]]]
+    placeholders: dict[str, set[str]]  # `rnd` -> {"rn", "rz", ...}
+
+    def _fits(self, segment: str, wanted: str) -> bool:
+        return segment == wanted or wanted in self.placeholders.get(segment, ())
+
+    def _matches(self, form: list[tuple[str, bool]], need: list[str]) -> bool:
+        if not need:
+            return True  # `wanted` may stop before the form does
+        if not form:
+            return False
+        (segment, optional), rest = form[0], form[1:]
+        if self._fits(segment, need[0]) and self._matches(rest, need[1:]):
+            return True
+        return optional and self._matches(rest, need)
 
     def accepts(self, wanted: str) -> bool:
-        """True when some form starts with the dotted instruction `wanted`, where a
-        placeholder segment in the form matches any of its declared values."""
+        """True when some form starts with the dotted instruction `wanted` (optional
+        segments may be skipped; a placeholder matches any of its declared values)."""
         need = wanted.split(".")
-        for form in self.forms:
-            if len(form) < len(need):
-                continue
-            if all(
-                seg == want or want in self.placeholders.get(seg, ())
-                for seg, want in zip(form, need, strict=False)
-            ):
-                return True
-        return False
+        return any(self._matches(form, need) for form in self.forms)
+
+
+_PTX_RULE_HEAD = re.compile(r"^    ([a-z][a-z0-9_]*(?:[.{][^\s]*)?)\s.*=>\s*\{\s*$")
+_PTX_DECL = re.compile(r"^\s*\.([A-Za-z_0-9]+(?:::[A-Za-z_0-9]+)?)\s*(?::\s*\w+\s*)?=\s*\{")
+
+
+def _split_form(head: str) -> list[tuple[str, bool]]:
+    """`add{.rnd}{.ftz}.f32` -> [("add", False), ("rnd", True), ("ftz", True), ("f32", False)]."""
+    segments: list[tuple[str, bool]] = []
+    for optional, required in re.findall(r"\{\.([^}]*)\}|([^.{}]+)", head):
+        if optional:
+            segments.append((optional, True))
+        elif required:
+            segments.append((required, False))
+    return segments
+
+
+def _declared_values(text: str, start: int) -> set[str]:
+    """Values of the `{ .a, .b{::c}, ... }` set opening at text[start] (may span lines)."""
+    depth, end = 0, start
+    for end in range(start, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        if depth == 0:
+            break
+    body = re.sub(r"//[^\n]*", "", text[start + 1 : end])
+    body = re.sub(r"\{[^{}]*\}", "", body)
+    return {v.strip().lstrip(".") for v in body.split(",") if v.strip()}
+
+
+_PTX_ROUNDING = {"rn": "rn", "rz": "rz", "rd": "rm", "ru": "rp"}
+
+
+def expand_ptx(template: str, match: re.Match[str]) -> str:
+    """Fill a `zluda_device_ptx_patterns` template: {name} or {1} is that group of the
+    match; the group `rnd` becomes a PTX rounding modifier (``_rd`` -> ``rm``)."""
+    groups = {k: v or "" for k, v in match.groupdict().items()}
+    if "rnd" in groups:
+        groups["rnd"] = _PTX_ROUNDING[groups["rnd"]]
+    numbered = [match.group(0), *(g or "" for g in match.groups())]
+    return template.format(*numbered, **groups)
 
 
 def parse_ptx_grammar(text: str) -> PtxGrammar:
-    forms: list[list[str]] = []
+    forms: list[list[tuple[str, bool]]] = []
     placeholders: dict[str, set[str]] = defaultdict(set)
-    for line in text.splitlines():
-        head = re.match(r"^    ([a-z][a-z0-9_]*(?:[.{][^\s]*)?)\s.*=>\s*\{\s*$", line)
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        head = _PTX_RULE_HEAD.match(line)
         if head and not line.lstrip().startswith(("let ", "match ", "if ", "Some", "None")):
-            form = re.sub(r"\{[^}]*\}", "", head.group(1))
-            forms.append([seg for seg in form.split(".") if seg])
-            continue
-        decl = re.match(r"^\s*\.([a-z_0-9]+)(?:::[a-z_0-9]+)?\s*:\s*\w+\s*=\s*\{([^}]*)\}", line)
+            forms.append(_split_form(head.group(1)))
+        decl = _PTX_DECL.match(line)
         if decl:
-            values = {v.strip().lstrip(".") for v in decl.group(2).split(",") if v.strip()}
-            placeholders[decl.group(1)].update(values)
+            brace = offset + line.index("{", decl.start())
+            placeholders[decl.group(1)].update(_declared_values(text, brace))
+        offset += len(line)
     return PtxGrammar(forms=forms, placeholders=dict(placeholders))
 
 
@@ -375,7 +450,7 @@ def load_zluda(repo: GitRepo, crates: dict[str, dict[str, str]]) -> ZludaData:
     libraries: dict[str, set[str]] = {}
     library_paths: dict[str, str] = {}
     for family, crate in crates.items():
-        raw = parse_zluda_lists(repo.show(crate["path"]), crate["prefix"])
+        raw = parse_zluda_lists(repo.show_if_present(crate["path"]), crate["prefix"])
         exact = crate.get("exact_names", False)
         libraries[family] = raw if exact else {normalize_versioned(n) for n in raw} | raw
         library_paths[family] = crate["path"]
@@ -507,9 +582,10 @@ class WrapperData:
 
 
 _WRAPPER_MACROS = (
-    # (macro call, CUDA prefix, letters): BLAS_API(S, s, gemm, ...) declares cublasSgemm;
+    # (macro call, CUDA prefix, letters[, suffix]): BLAS_API(S, s, gemm, ...) declares
+    # cublasSgemm_v2 (cublas_v2.h maps cublasSgemm onto it);
     # C_CU_CXX_UNPACK(Dn, getrf, ...) declares cusolverDn{S,D,C,Z}getrf.
-    (re.compile(r"\bBLAS_API\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)"), "cublas", ("",)),
+    (re.compile(r"\bBLAS_API\(\s*(\w+)\s*,\s*\w+\s*,\s*(\w+)"), "cublas", ("",), "_v2"),
     (re.compile(r"\bLEGACY_BLAS_API_RET\(\s*[\w ]+?\s*,\s*(\w+)\s*,\s*(\w+)"), "cublas", ("",)),
     (re.compile(r"\bLEGACY_BLAS_API\(\s*(\w+)\s*,\s*(\w+)"), "cublas", ("",)),
     (re.compile(r"\bDIRECT_BLAS_API(?:_N)?\(\s*(\w+)"), "cublas", ("",)),
@@ -534,19 +610,21 @@ def load_scale_wrappers(repo: GitRepo, libraries: dict[str, Any]) -> WrapperData
                 continue
             text = repo.show(path)
             found.update(re.findall(r"\b[A-Za-z_]\w*\b", text))
-            for pattern, prefix, letters in _WRAPPER_MACROS:
+            for pattern, prefix, letters, *suffix in _WRAPPER_MACROS:
                 for match in pattern.finditer(text):
                     head, *rest = match.groups()
                     for letter in letters:
-                        found.add(prefix + head + letter + "".join(rest))
+                        declared = prefix + head + letter + "".join(rest)
+                        found.update({declared, declared + "".join(suffix)})
         tokens[family] = found
         paths[family] = directory
     return WrapperData(repo=repo, tokens=tokens, paths=paths)
 
 
 def load_scale(docs: GitRepo, wrappers: WrapperData | None) -> ScaleData:
-    pages = {key: parse_scale_page(docs.show(path)) for key, path in SCALE_PAGES.items()}
-    ptx = set(re.findall(r"^\|\s*([a-z][\w.:]*)\s*\|", docs.show(SCALE_INLINE_PTX), re.M))
+    pages = {key: parse_scale_page(docs.show_if_present(path)) for key, path in SCALE_PAGES.items()}
+    ptx_table = docs.show_if_present(SCALE_INLINE_PTX)
+    ptx = set(re.findall(r"^\|\s*([a-z][\w.:]*)\s*\|", ptx_table, re.M))
     return ScaleData(
         repo=docs,
         pages=pages,
@@ -724,6 +802,22 @@ class RuleBuilder:
             return None
         return Verdict(body["status"], self._curated_src(family, body["source"]), body.get("note"))
 
+    def _matching_rule(
+        self, rules: dict[str, Any] | list[dict[str, Any]], family: str, name: str
+    ) -> Verdict | None:
+        """The first curated rule that applies to `name`. A rule may limit itself with
+        `match` (a full-match regex on the name) and/or `section` (a heading of the
+        name's HIPIFY table); a bare mapping is one rule that always applies."""
+        for rule in [rules] if isinstance(rules, dict) else rules:
+            if "match" in rule and not re.fullmatch(rule["match"], name):
+                continue
+            if "section" in rule:
+                row = self.hipify.find(family, name)
+                if row is None or rule["section"] not in row.section:
+                    continue
+            return self._curated_verdict(rule, family)
+        return None
+
     def _library(self, family: str) -> dict[str, Any]:
         return self.facts.get("libraries", {}).get(family, {})
 
@@ -818,7 +912,9 @@ class RuleBuilder:
             return self._zluda_device(family, name, kind)
         if family in self.zluda.libraries:
             return self._zluda_library(family, name, kind)
-        default = self._curated_verdict(self._library(family).get("zluda"), family)
+        library = self._library(family)
+        by_name = self._matching_rule(library.get("zluda_by_name", []), family, name)
+        default = by_name or self._curated_verdict(library.get("zluda"), family)
         return default or Verdict("unknown", "inferred: no ZLUDA source covers this family")
 
     def _zluda_driver(self, family: str, name: str, kind: str) -> Verdict:
@@ -839,9 +935,7 @@ class RuleBuilder:
         mapping = self.facts.get("zluda_runtime_to_driver", {})
         if name not in mapping:
             if kind == "function":
-                return Verdict(
-                    "unknown", "inferred: no runtime->driver mapping recorded for this call"
-                )
+                return self._zluda_runtime_by_name(name)
             return Verdict(
                 "supported",
                 "inferred: runtime type/constant compiled into the "
@@ -872,8 +966,39 @@ class RuleBuilder:
         )
         return Verdict(status, reason, note)
 
-    def _zluda_device(self, family: str, name: str, kind: str) -> Verdict:
+    def _device_lowering(self, name: str) -> Any:
+        """The recorded PTX lowering of a device name: its own entry in
+        `zluda_device_ptx`, else the first `zluda_device_ptx_patterns` rule that fits."""
         spec = self.facts.get("zluda_device_ptx", {}).get(name)
+        if spec is not None:
+            return spec
+        for rule in self.facts.get("zluda_device_ptx_patterns", []):
+            match = re.fullmatch(rule["match"], name)
+            if match:
+                ptx = [expand_ptx(template, match) for template in rule["ptx"]]
+                return {"ptx": ptx, "note": rule.get("note")}
+        return None
+
+    def _zluda_runtime_by_name(self, name: str) -> Verdict:
+        """A runtime call with no recorded mapping: libcudart implements cudaFoo with the
+        driver's cuFoo when the driver API declares a function of that name."""
+        driver = "cu" + name[len("cuda") :] if name.startswith("cuda") else None
+        if driver is None or normalize_versioned(driver) not in self.zluda.driver_declared:
+            return Verdict("unknown", "inferred: no runtime->driver mapping recorded for this call")
+        if normalize_versioned(driver) in self.zluda.driver:
+            return Verdict(
+                "supported",
+                f"inferred: libcudart serves it with the same-named driver call {driver}, "
+                f"which ZLUDA's {ZLUDA_DRIVER_LIST} implements",
+            )
+        return Verdict(
+            "unsupported",
+            f"inferred: libcudart serves it with the same-named driver call {driver}, "
+            f"which ZLUDA's {ZLUDA_DRIVER_LIST} does not implement",
+        )
+
+    def _zluda_device(self, family: str, name: str, kind: str) -> Verdict:
+        spec = self._device_lowering(name)
         if spec is None:
             if kind in ("type", "macro", "enum", "variable"):
                 return Verdict(
@@ -1002,13 +1127,25 @@ class RuleBuilder:
 
     def _scale_library(self, family: str, name: str, kind: str) -> Verdict:
         library = self._library(family)
+        by_name = self._matching_rule(library.get("scale_by_name", []), family, name)
+        if by_name is not None:
+            return by_name
         wrappers = self.scale.wrappers
         if wrappers and family in wrappers.tokens:
             path = wrappers.paths[family]
             if name in wrappers.tokens[family]:
                 source = self._src(family, "scale_wrappers", wrappers.repo.source(path))
                 return Verdict("supported", source, library.get("scale_found_note"))
-            not_found = self._curated_verdict(library.get("scale_not_found"), family)
+            base = name.removesuffix("_v2")
+            if base != name and base in wrappers.tokens[family]:
+                source = self._src(family, "scale_wrappers", wrappers.repo.source(path))
+                return Verdict(
+                    "partial",
+                    source,
+                    f"SCALE declares only {base}, the name NVIDIA's header maps onto this "
+                    "symbol; source that spells the _v2 name must drop the suffix",
+                )
+            not_found = self._matching_rule(library.get("scale_not_found", []), family, name)
             return not_found or Verdict(
                 "unknown",
                 f"inferred: not declared in SCALE's published wrapper sources "
@@ -1067,8 +1204,26 @@ def entry_document(entry: Entry) -> dict[str, Any]:
     return doc
 
 
+def regeneration_command(args: argparse.Namespace) -> str:
+    """The command line that rebuilds the rule set, with each repository named by its
+    project (a clone of it) rather than by this machine's path."""
+    parts = ["python tools/build_rules.py"]
+    for option, project in REPOSITORY_OPTIONS:
+        if getattr(args, option.replace("-", "_")) is not None:
+            parts.append(f"--{option} <{project}>")
+    parts.append("--out rules")
+    if args.seed_only:
+        parts.append("--seed-only")
+    return " ".join(parts)
+
+
 def write_family(
-    out_dir: Path, family: str, entries: list[Entry], registry: SourceRegistry
+    out_dir: Path,
+    family: str,
+    entries: list[Entry],
+    registry: SourceRegistry,
+    command: str,
+    inputs: str,
 ) -> Path:
     used = {v.source for e in entries for v in e.verdicts.values()}
     sources = {k: registry.sources[k] for k in sorted(registry.sources) if k in used}
@@ -1090,6 +1245,8 @@ def write_family(
     header = (
         "# Generated by tools/build_rules.py; edit the curated data in tools/ and "
         "regenerate instead of editing this file.\n"
+        f"# Regenerate: {command}\n"
+        f"# from: {inputs}\n"
     )
     path = out_dir / f"{family}.yaml"
     path.write_text(header + text, "utf-8")
@@ -1133,6 +1290,15 @@ def validate(entries: list[Entry]) -> None:
                 raise SystemExit(f"{entry.cuda}: bad {target} status {verdict.status!r}")
 
 
+# Command-line option -> the upstream project it must be a clone of.
+REPOSITORY_OPTIONS = (
+    ("hipify", "ROCm/HIPIFY"),
+    ("zluda", "vosen/ZLUDA"),
+    ("scale-docs", "spectral-compute/scale-docs"),
+    ("scale-wrappers", "spectral-compute/scale-library-wrappers"),
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hipify", required=True, help="bare git repo of ROCm/HIPIFY")
@@ -1146,25 +1312,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="output directory (rules/)")
     parser.add_argument("--seeds", default=str(TOOLS_DIR / "seed_names.txt"))
     parser.add_argument(
-        "--all",
+        "--seed-only",
         action="store_true",
-        help="emit every name the sources know instead of the curated seed list",
+        help="emit only the curated names of --seeds instead of every name the sources know",
     )
+    parser.add_argument("--all", action="store_true", help=argparse.SUPPRESS)  # the default now
     args = parser.parse_args(argv)
 
     manual = load_yaml(TOOLS_DIR / "manual_families.yaml")
     facts = load_yaml(TOOLS_DIR / "target_facts.yaml")
-    hipify = load_hipify(GitRepo(args.hipify, "ROCm/HIPIFY"))
-    zluda = load_zluda(GitRepo(args.zluda, "vosen/ZLUDA"), facts.get("zluda_library_crates", {}))
+    repos = {
+        option: GitRepo(getattr(args, option.replace("-", "_")), project)
+        for option, project in REPOSITORY_OPTIONS
+        if getattr(args, option.replace("-", "_")) is not None
+    }
+    hipify = load_hipify(repos["hipify"])
+    zluda = load_zluda(repos["zluda"], facts.get("zluda_library_crates", {}))
     wrappers = None
-    if args.scale_wrappers:
-        wrappers = load_scale_wrappers(
-            GitRepo(args.scale_wrappers, "spectral-compute/scale-library-wrappers"),
-            facts.get("libraries", {}),
-        )
-    scale = load_scale(GitRepo(args.scale_docs, "spectral-compute/scale-docs"), wrappers)
+    if "scale-wrappers" in repos:
+        wrappers = load_scale_wrappers(repos["scale-wrappers"], facts.get("libraries", {}))
+    scale = load_scale(repos["scale-docs"], wrappers)
+    command = regeneration_command(args)
+    inputs = ", ".join(f"{repo.project}@{repo.ref}" for repo in repos.values())
 
-    pairs = all_names(hipify, manual) if args.all else read_seed_names(Path(args.seeds))
+    pairs = read_seed_names(Path(args.seeds)) if args.seed_only else all_names(hipify, manual)
     builder = RuleBuilder(hipify, zluda, scale, manual, facts)
     entries = [builder.build(family, name) for family, name in pairs]
     validate(entries)
@@ -1176,7 +1347,9 @@ def main(argv: list[str] | None = None) -> int:
         by_family[entry.family].append(entry)
     for family in FAMILY_TITLES:
         if by_family.get(family):
-            path = write_family(out_dir, family, by_family[family], builder.registries[family])
+            path = write_family(
+                out_dir, family, by_family[family], builder.registries[family], command, inputs
+            )
             print(f"{path}: {len(by_family[family])} entries")
     unknown = sum(1 for e in entries for v in e.verdicts.values() if v.status == "unknown")
     print(f"total {len(entries)} entries, {unknown} unknown verdicts", file=sys.stderr)
