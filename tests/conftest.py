@@ -39,3 +39,17 @@ def rules():
     from portcheck.ruleset import default_rules
 
     return default_rules()
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="Rewrite translation goldens (tests/fixtures/translate/*.hip) from the current "
+        "engine; review the diff before committing.",
+    )
+
+
+@pytest.fixture
+def update_goldens(request) -> bool:
+    return bool(request.config.getoption("--update-goldens"))
