@@ -5,9 +5,13 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SOURCES := pyproject.toml $(shell find portcheck rules templates -type f -not -name '*.pyc' 2>/dev/null)
 
-.PHONY: install demo test lint bench clean
+.PHONY: install toolchain demo test lint bench clean
+
+toolchain:
+	@bash scripts/install-toolchain.sh
 
 $(STAMP): $(SOURCES)
+	@bash scripts/install-toolchain.sh
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
 	  echo "python3 -m venv failed: on Debian run 'apt-get install -y python3-venv'"; exit 1; }
 	$(PY) -m pip install --quiet --upgrade pip
@@ -19,8 +23,8 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/portcheck scan examples/heatflow
 
-test: $(STAMP)
-	$(PY) -m pytest -q
+test: $(STAMP) toolchain
+	HIP_PLATFORM=amd $(PY) -m pytest -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check portcheck tests tools

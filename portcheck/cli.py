@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -13,14 +14,16 @@ from pathlib import Path
 import click
 
 from portcheck import __version__
+from portcheck.compile import CompileError, CompileReport, compile_tree
 from portcheck.model import TARGETS, Report
 from portcheck.report import FORMATTERS
+from portcheck.report.compile import render_compile
 from portcheck.report.text import render_text
 from portcheck.ruleset import RuleError
 from portcheck.scan import ProgressCallback, ScanError, parse_targets, scan
 from portcheck.translate import ENGINES, TranslateError, translate
 
-EXIT_OK, EXIT_FAIL_UNDER, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAIL_UNDER, EXIT_USAGE, EXIT_NO_TOOLCHAIN = 0, 1, 2, 3
 PROGRESS_MIN_FILES = 20
 
 
@@ -108,6 +111,15 @@ def main() -> None:
     help="Exit 1 if any chosen route scores below N.",
 )
 @click.option(
+    "--compile",
+    "do_compile",
+    is_flag=True,
+    help="Also translate and compile with hipcc (needs --offload-arch).",
+)
+@click.option(
+    "--offload-arch", metavar="LIST", help="AMD targets for --compile, e.g. gfx90a,gfx1030."
+)
+@click.option(
     "--ignore",
     multiple=True,
     metavar="ID|SLUG",
@@ -125,6 +137,8 @@ def scan_command(
     output: Path | None,
     targets: str,
     fail_under: int | None,
+    do_compile: bool,
+    offload_arch: str | None,
     ignore: tuple[str, ...],
     exclude: tuple[str, ...],
 ) -> None:
@@ -142,6 +156,16 @@ def scan_command(
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     stop_progress()
+    if do_compile != bool(offload_arch):
+        raise click.UsageError("--compile and --offload-arch go together")
+    if do_compile:
+        assert offload_arch is not None
+        compiled = _run_compile(path, offload_arch, (), None, exclude)
+        report = dataclasses.replace(
+            report,
+            compile_results=tuple(compiled.results),
+            extra={"hipcc": compiled.toolchain.to_dict()},
+        )
 
     _emit(report, fmt, output)
     if fail_under is not None:
@@ -230,6 +254,70 @@ def translate_command(
             err=True,
         )
     if any(r.error for r in report.files):
+        sys.exit(EXIT_FAIL_UNDER)
+
+
+def _run_compile(
+    path: Path,
+    offload_arch: str,
+    include: tuple[str, ...],
+    jobs: int | None,
+    exclude: tuple[str, ...],
+) -> CompileReport:
+    progress, stop_progress = _progress_bar()
+    try:
+        return compile_tree(
+            path, offload_arch, include_dirs=include, jobs=jobs, exclude=exclude, progress=progress
+        )
+    except CompileError as exc:
+        stop_progress()
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_NO_TOOLCHAIN if "not found" in str(exc) else EXIT_USAGE)
+    finally:
+        stop_progress()
+
+
+@main.command("compile")
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--offload-arch",
+    required=True,
+    metavar="LIST",
+    help="AMD targets, comma-separated (e.g. gfx90a,gfx1030).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the result to FILE.",
+)
+@click.option("-I", "--include", multiple=True, metavar="DIR", help="Extra include folder.")
+@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel hipcc runs (default: cores).")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB.")
+def compile_command(
+    path: Path,
+    offload_arch: str,
+    fmt: str,
+    output: Path | None,
+    include: tuple[str, ...],
+    jobs: int | None,
+    exclude: tuple[str, ...],
+) -> None:
+    """Translate the CUDA under PATH and compile each unit with hipcc for each target.
+    Exit 0 when everything builds, 1 when something fails, 3 when hipcc is missing."""
+    report = _run_compile(path, offload_arch, include, jobs, exclude)
+    text = (
+        (json.dumps(report.to_dict(), indent=2) + "\n") if fmt == "json" else render_compile(report)
+    )
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_atomically(output, text)
+        click.echo(f"portcheck: wrote {fmt} compile report to {output}", err=True)
+    if any(not r.ok for r in report.results):
         sys.exit(EXIT_FAIL_UNDER)
 
 

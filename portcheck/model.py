@@ -256,6 +256,7 @@ class Report:
     kernels: tuple[Kernel, ...]
     scores: Mapping[str, int]
     effort: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+    compile_results: tuple[object, ...] = ()  # portcheck.compile.CompileResult, with --compile
     seconds: float = 0.0
     extra: Mapping[str, object] = field(default_factory=dict)
 

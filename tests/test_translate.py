@@ -171,3 +171,13 @@ def test_hipify_perl_engine_translates(tmp_path):
     report = translate(SCAN_FIXTURES / "reduction.cu", tmp_path / "r.hip", engine="hipify-perl")
     assert not report.files[0].error
     assert "hipMalloc" in (tmp_path / "r.hip").read_text()
+
+
+def test_runtime_include_is_added_even_when_a_comment_mentions_it():
+    source = b"// was: #include <hip/hip_runtime.h>\n__global__ void k(int* x) { x[0] = 1; }\n"
+    result = translate_source(Extractor(default_rules()), "k.cu", Language.CUDA, source)
+    assert result.injected_include
+    assert result.text.startswith(
+        b"// was: #include <hip/hip_runtime.h>\n#include <hip/hip_runtime.h>\n"
+    )
+    assert result.inserted_lines == [2]

@@ -10,7 +10,7 @@ SCHEMA = "portcheck.report/1"
 
 
 def report_to_dict(report: Report) -> dict[str, object]:
-    return {
+    document: dict[str, object] = {
         "schema": SCHEMA,
         "tool": {"name": "portcheck", "version": report.tool_version},
         "root": report.root,
@@ -34,6 +34,10 @@ def report_to_dict(report: Report) -> dict[str, object]:
         "kernels": [k.to_dict() for k in report.kernels],
         "skipped": [s.to_dict() for s in report.skipped],
     }
+    if report.compile_results:
+        document["compile"] = [r.to_dict() for r in report.compile_results]  # type: ignore[attr-defined]
+        document["hipcc"] = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
+    return document
 
 
 def render_json(report: Report) -> str:

@@ -57,6 +57,7 @@ def render_text(report: Report, color: bool = False, width: int = 120) -> str:
     _findings(console, report)
     _kernels(console, report)
     _effort(console, report)
+    _compiled(console, report)
     _skipped(console, report)
     console.print(
         "[dim]Readiness = mean credit over the work items (each distinct CUDA name, each "
@@ -226,6 +227,19 @@ def _effort(console: Console, report: Report) -> None:
             Text(f"  {TARGET_TITLE[target]:<6} {estimate['total_hours']:>6} h   {parts or '—'}")
         )
     console.print()
+
+
+def _compiled(console: Console, report: Report) -> None:
+    if not report.compile_results:
+        return
+    from portcheck.compile import CompileReport, Toolchain
+    from portcheck.report.compile import render_compile
+
+    hipcc = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
+    toolchain = Toolchain(hipcc.get("path", "hipcc"), hipcc.get("version", "?"), frozenset())
+    console.print(Text("Compiled with hipcc", style="bold"))
+    compiled = CompileReport(toolchain, list(report.compile_results))  # type: ignore[arg-type]
+    console.print(Text(render_compile(compiled)))
 
 
 def _unknown(console: Console, report: Report) -> None:

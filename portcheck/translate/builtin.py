@@ -21,7 +21,9 @@ from portcheck.extract import ASM_NAME, LAUNCH_NAME, Extractor, FileScan
 from portcheck.model import Finding, Language, Use
 
 HIP_RUNTIME_HEADER = "hip/hip_runtime.h"
-HIP_RUNTIME_INCLUDE = re.compile(rb"#\s*include\s*[<\"]hip/hip_runtime\.h[>\"]")
+HIP_RUNTIME_INCLUDE = re.compile(
+    rb"^[ \t]*#[ \t]*include[ \t]*[<\"]hip/hip_runtime\.h[>\"]", re.MULTILINE
+)
 MARKER = "portcheck:"
 NEEDS_RUNTIME_FAMILIES = frozenset({"runtime", "driver", "device"})
 

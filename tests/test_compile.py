@@ -1,0 +1,165 @@
+"""Compiling translated CUDA with the real hipcc (Debian's ROCm 5.2 toolchain).
+
+These tests need hipcc. Outside CI they skip when it is missing; in CI (CI=true) a
+missing hipcc is a failure, because .ci/run installs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from portcheck.compile import CompileError, compile_tree, find_toolchain
+
+from conftest import FIXTURES, REPO
+
+COMPILE_FIXTURES = FIXTURES / "compile"
+
+
+def _hipcc_available() -> bool:
+    try:
+        find_toolchain()
+    except CompileError:
+        return False
+    return True
+
+
+@pytest.fixture(scope="module", autouse=True)
+def hipcc():
+    if not _hipcc_available():
+        if os.environ.get("CI"):
+            pytest.fail("hipcc is missing in CI: .ci/run must install it (apt-get install hipcc)")
+        pytest.skip("hipcc not installed (apt-get install -y hipcc)")
+    return find_toolchain()
+
+
+def _one(tmp_path, name, archs):
+    shutil.copy(COMPILE_FIXTURES / name, tmp_path / name)
+    return compile_tree(tmp_path / name, archs).results
+
+
+def test_clean_program_builds_for_cdna_and_rdna(tmp_path, hipcc):
+    results = _one(tmp_path, "saxpy.cu", "gfx90a,gfx1030")
+    assert [(r.arch, r.ok) for r in results] == [("gfx1030", True), ("gfx90a", True)]
+
+
+def test_inline_ptx_fails_on_the_cuda_line_and_names_the_hazard(tmp_path):
+    (result,) = _one(tmp_path, "inline_ptx.cu", "gfx90a")
+    assert not result.ok
+    assert result.failure_class == "port-problem"
+    assert result.finding_ids == ["PC003"]
+    error = next(d for d in result.diagnostics if d.severity == "error")
+    assert "invalid instruction" in error.message
+    assert (error.path, error.line) == ("inline_ptx.cu", 6)  # the asm line in the CUDA file
+    assert error.source_line.startswith('asm volatile("mov.u32 %0, %%smid;"')
+
+
+def test_missing_rocm_library_is_not_blamed_on_the_code(tmp_path):
+    (result,) = _one(tmp_path, "missing_library.cu", "gfx90a")
+    assert not result.ok
+    assert result.failure_class == "missing-library"
+    assert "hipFFT" in result.explanation and "not packaged in Debian 12" in result.explanation
+    assert result.finding_ids == []
+
+
+def test_debian_packaged_library_builds(tmp_path):
+    if not os.path.exists("/usr/include/hiprand/hiprand.h"):
+        pytest.skip("libhiprand-dev not installed")
+    (result,) = _one(tmp_path, "random.cu", "gfx90a")
+    assert result.ok, result.diagnostics
+
+
+def test_targets_the_toolchain_lacks_are_said_plainly(tmp_path):
+    results = _one(tmp_path, "saxpy.cu", "gfx90a,gfx1100")
+    by_arch = {r.arch: r for r in results}
+    assert by_arch["gfx90a"].ok
+    assert by_arch["gfx1100"].failure_class == "unsupported-target"
+    assert "cannot build gfx1100" in by_arch["gfx1100"].explanation
+    with pytest.raises(CompileError, match="not an AMD GPU target"):
+        compile_tree(tmp_path / "saxpy.cu", "sm_80")
+
+
+def test_rerun_comes_from_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PORTCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    first = _one(tmp_path, "saxpy.cu", "gfx90a")
+    second = compile_tree(tmp_path / "saxpy.cu", "gfx90a").results
+    assert not first[0].cached and second[0].cached and second[0].ok
+
+
+def test_cli_compile_json_and_scan_compile(tmp_path):
+    shutil.copy(COMPILE_FIXTURES / "inline_ptx.cu", tmp_path)
+    shutil.copy(COMPILE_FIXTURES / "saxpy.cu", tmp_path)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "portcheck",
+            "compile",
+            str(tmp_path),
+            "--offload-arch",
+            "gfx90a",
+            "--format",
+            "json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 1  # one unit fails
+    doc = json.loads(run.stdout)
+    assert doc["schema"] == "portcheck.compile/1"
+    assert {"path", "version"} <= set(doc["hipcc"])
+    assert {(r["path"], r["ok"]) for r in doc["results"]} == {
+        ("inline_ptx.cu", False),
+        ("saxpy.cu", True),
+    }
+    for result in doc["results"]:
+        assert {"path", "arch", "ok", "seconds", "diagnostics"} <= set(result)
+    scan = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "portcheck",
+            "scan",
+            str(tmp_path),
+            "--compile",
+            "--offload-arch",
+            "gfx90a",
+            "--format",
+            "json",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert scan.returncode == 0, scan.stderr
+    assert len(json.loads(scan.stdout)["compile"]) == 2
+
+
+def test_no_hipcc_is_a_clear_message(tmp_path, monkeypatch):
+    env = dict(os.environ, PATH="/nonexistent", ROCM_PATH=str(tmp_path))
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "portcheck",
+            "compile",
+            str(COMPILE_FIXTURES / "saxpy.cu"),
+            "--offload-arch",
+            "gfx90a",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    if shutil.which("hipcc", path="/opt/rocm/bin"):
+        pytest.skip("a ROCm install in /opt/rocm is always found")
+    assert run.returncode == 3
+    assert "hipcc was not found" in run.stderr and "Traceback" not in run.stderr
