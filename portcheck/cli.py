@@ -263,11 +263,18 @@ def _run_compile(
     include: tuple[str, ...],
     jobs: int | None,
     exclude: tuple[str, ...],
+    engine: str = "builtin",
 ) -> CompileReport:
     progress, stop_progress = _progress_bar()
     try:
         return compile_tree(
-            path, offload_arch, include_dirs=include, jobs=jobs, exclude=exclude, progress=progress
+            path,
+            offload_arch,
+            include_dirs=include,
+            jobs=jobs,
+            exclude=exclude,
+            engine=engine,
+            progress=progress,
         )
     except CompileError as exc:
         stop_progress()
@@ -297,6 +304,13 @@ def _run_compile(
 @click.option("-I", "--include", multiple=True, metavar="DIR", help="Extra include folder.")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel hipcc runs (default: cores).")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB.")
+@click.option(
+    "--engine",
+    type=click.Choice([*ENGINES, "none"]),
+    default="builtin",
+    show_default=True,
+    help="Translation before compiling; 'none' for sources that are HIP already.",
+)
 def compile_command(
     path: Path,
     offload_arch: str,
@@ -305,10 +319,11 @@ def compile_command(
     include: tuple[str, ...],
     jobs: int | None,
     exclude: tuple[str, ...],
+    engine: str,
 ) -> None:
     """Translate the CUDA under PATH and compile each unit with hipcc for each target.
     Exit 0 when everything builds, 1 when something fails, 3 when hipcc is missing."""
-    report = _run_compile(path, offload_arch, include, jobs, exclude)
+    report = _run_compile(path, offload_arch, include, jobs, exclude, engine)
     text = (
         (json.dumps(report.to_dict(), indent=2) + "\n") if fmt == "json" else render_compile(report)
     )

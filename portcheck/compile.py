@@ -30,6 +30,7 @@ from portcheck.extract import Extractor
 from portcheck.model import Finding, Skipped
 from portcheck.ruleset import default_rules
 from portcheck.translate.builtin import Translation, translate_source
+from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
 
 SCHEMA = "portcheck.compile/1"
 TIMEOUT_SECONDS = 300
@@ -451,10 +452,18 @@ def compile_tree(
     include_dirs: Sequence[str | os.PathLike[str]] = (),
     jobs: int | None = None,
     exclude: Sequence[str] = (),
+    engine: str = "builtin",
     progress: Callable[[int, int, str], None] | None = None,
 ) -> CompileReport:
     """Translate the CUDA under `path` (in a scratch tree) and compile every translation
-    unit (.cu, and .cpp/.c files that use CUDA) for every target."""
+    unit (.cu, and .cpp/.c files that use CUDA) for every target.
+
+    `engine` picks the translation: "builtin", "hipify-perl", "hipify-clang", or "none"
+    for sources that are HIP already."""
+    if engine not in (*ENGINES, "none"):
+        raise CompileError(f"unknown engine {engine!r}")
+    if engine not in ("builtin", "none") and find_tool(engine) is None:
+        raise CompileError(f"{engine} was not found on PATH or in $ROCM_PATH/bin")
     toolchain = find_toolchain()
     buildable, lacking = parse_archs(archs, toolchain)
     root = Path(path)
@@ -477,11 +486,21 @@ def compile_tree(
                 continue
             if raw is None or not item.language.is_source:
                 continue
-            translation = translate_source(extractor, item.relpath, item.language, raw)
+            translation: Translation | None = None
+            if engine == "builtin":
+                translation = translate_source(extractor, item.relpath, item.language, raw)
+                text = translation.text
+            elif engine == "none":
+                text = raw
+            else:
+                try:
+                    text = run_hipify(engine, item.path)
+                except EngineError:
+                    text = raw  # compiled untranslated: the failure shows what was left
             target = out / item.relpath
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(translation.text)
-            digest.update(item.relpath.encode() + translation.text)
+            target.write_bytes(text)
+            digest.update(item.relpath.encode() + text)
             original = raw.decode("utf-8", "replace").splitlines()
             units.append(_Unit(item.relpath, target, translation, original))
         # Headers are translated too, so that includes resolve to HIP; only sources compile.
