@@ -467,7 +467,13 @@ class Extractor:
                         kind = "function" if called else "macro" if name.isupper() else "identifier"
                         add(name, kind, rule, start, end)
                 continue
-            if kind not in NAME_NODES or node.start_byte != start or node.end_byte != end:
+            if node.start_byte != start or node.end_byte != end:
+                continue
+            if kind == "field_identifier":
+                if self._declares_member(node):
+                    definitions.add(token.decode())  # `cudaExternalMemory_t cudaMem;` in a class
+                continue
+            if kind not in NAME_NODES:
                 continue
             self._classify_name_node(node, token, aliases, using_namespaces, add, definitions)
 
@@ -543,6 +549,20 @@ class Extractor:
         add(name, self._syntactic_kind(node, parent, name), rule, node.start_byte, node.end_byte)
 
     @staticmethod
+    def _declares_member(node: Node) -> bool:
+        """Is this field name being declared (a class or struct member), not accessed?"""
+        parent = node.parent
+        while parent is not None and parent.type in (
+            "pointer_declarator",
+            "array_declarator",
+            "reference_declarator",
+            "init_declarator",
+            "function_declarator",
+        ):
+            parent = parent.parent
+        return parent is not None and parent.type in ("field_declaration", "function_definition")
+
+    @staticmethod
     def _is_definition(node: Node, parent: Node, ptype: str) -> bool:
         """Is this name being declared here (a macro, function, variable, type or
         enumerator of the project's own) rather than used?"""
@@ -550,8 +570,8 @@ class Extractor:
         # grammar sometimes takes a token of the macro body for the macro's name.
         if ptype == "enumerator":
             return parent.child_by_field_name("name") == node
-        if ptype in DECLARATOR_PARENTS:
-            return parent.child_by_field_name("declarator") == node
+        if ptype in DECLARATOR_PARENTS:  # `cudaArray_t a, cudaTemp;` has several declarators
+            return any(child == node for child in parent.children_by_field_name("declarator"))
         if ptype in ("struct_specifier", "class_specifier", "enum_specifier", "union_specifier"):
             return parent.child_by_field_name("body") is not None
         return False

@@ -6,7 +6,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from portcheck import __version__
 from portcheck.checks import resolve_ignores
@@ -106,13 +106,23 @@ def _assemble(
     # A CUDA-shaped name that the project defines itself (a CUDA_CHECK macro, a
     # cudaHelper function) is the project's own code, not a CUDA API.
     own_names = set().union(*(s.definitions for s in scans)) if scans else set()
+    # So is an include of a header that lives in the project (`#include "cuda_helpers.h"`).
+    own_headers = {PurePosixPath(s.path).name for s in scans}
+
+    def is_cuda(use: Use) -> bool:
+        if use.rule is not None:
+            return True
+        if use.kind == "header":
+            return PurePosixPath(use.name).name not in own_headers
+        return use.name not in own_names
+
     reach = kernels_reaching(build_call_graph(fn for s in scans for fn in s.functions))
 
     files: list[FileSummary] = []
     uses: list[Use] = []
     findings: list[Finding] = []
     for file_scan in scans:
-        kept = [u for u in file_scan.uses if u.rule is not None or u.name not in own_names]
+        kept = [u for u in file_scan.uses if is_cuda(u)]
         file_findings = [
             replace(f, kernels=reach.get(f.function, ())) if f.function else f
             for f in file_scan.findings

@@ -98,3 +98,13 @@ def test_macro_heavy_file_degrades_gracefully():
     assert summary.parse_errors > 0
     # Uses after the unparseable line are still found (also checked by the markers).
     assert ("cudaDeviceReset", 23) in {(u.name, u.span.line) for u in report.uses}
+
+
+def test_project_header_with_a_cuda_like_name_is_not_a_cuda_header(tmp_path):
+    (tmp_path / "cuda_helpers.h").write_text("#pragma once\n#include <cuda_runtime.h>\n")
+    (tmp_path / "main.cu").write_text('#include "cuda_helpers.h"\n#include <cuda_gl_interop.h>\n')
+    report = portcheck.scan(tmp_path)
+    headers = {(u.path, u.name) for u in report.uses if u.kind == "header"}
+    assert ("main.cu", "cuda_helpers.h") not in headers
+    assert ("cuda_helpers.h", "cuda_runtime.h") in headers
+    assert ("main.cu", "cuda_gl_interop.h") in headers  # a real CUDA header, even if unknown
