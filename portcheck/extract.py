@@ -23,7 +23,7 @@ from tree_sitter import Node, QueryCursor
 from portcheck.checks import Context, FunctionInfo, run_checks
 from portcheck.model import ApiRule, Finding, Kernel, Language, Span, Use
 from portcheck.parse import count_lines, decode_source, parse_cuda
-from portcheck.parse.treesitter import CALL_QUERY, STRUCTURE_QUERY
+from portcheck.parse.treesitter import STRUCTURE_QUERY
 from portcheck.ruleset import RuleSet
 
 TOKEN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -170,11 +170,6 @@ def trie_pattern(words: Iterable[str]) -> str:
     return emit(trie)
 
 
-def captures_calls(root: Node) -> list[Node]:
-    """The callee expression of every call and kernel launch in the tree."""
-    return QueryCursor(CALL_QUERY).captures(root).get("callee", [])
-
-
 class _LineIndex:
     """Byte offset -> 1-based (line, character column)."""
 
@@ -314,15 +309,23 @@ class Extractor:
         self._scan_tokens(data, root, aliases, using_namespaces, add, result.definitions)
         self._scan_structure(captures, data, add, in_device, index, path, result)
         result.uses.sort(key=lambda u: (u.span.start_byte, u.name))
-        result.functions = self._functions(captures, root)
+        result.functions = self._functions(captures)
         ctx = Context(
-            path, language, data, root, result.uses, index.span, in_device, result.functions
+            path,
+            language,
+            data,
+            root,
+            result.uses,
+            index.span,
+            in_device,
+            result.functions,
+            device_ranges,
         )
         result.findings = run_checks(ctx, self.ignore)
         return result
 
     @staticmethod
-    def _functions(captures: dict[str, list[Node]], root: Node) -> list[FunctionInfo]:
+    def _functions(captures: dict[str, list[Node]]) -> list[FunctionInfo]:
         """Function definitions with the names they call, for the call graph."""
         functions: list[FunctionInfo] = []
         for fn in captures.get("function", ()):
@@ -346,7 +349,7 @@ class Extractor:
         if not functions:
             return functions
         starts = [f.start for f in functions]
-        for callee in captures_calls(root):
+        for callee in captures.get("callee", ()):
             i = bisect.bisect_right(starts, callee.start_byte) - 1
             while i >= 0 and not (functions[i].start <= callee.start_byte < functions[i].end):
                 i -= 1

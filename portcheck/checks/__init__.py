@@ -163,7 +163,9 @@ class Context:
     span: Callable[[int, int], Span]
     in_device: Callable[[int], bool]
     functions: list[FunctionInfo] = field(default_factory=list)
+    device_ranges: list[tuple[int, int]] = field(default_factory=list)  # merged, sorted
     findings: list[Finding] = field(default_factory=list)
+    _device_nodes: dict[str, list[Any]] | None = None
     _current: HazardSpec | None = None
     _seen: set[tuple[str, int]] = field(default_factory=set)
     _macros: dict[str, int] | None = None
@@ -210,6 +212,15 @@ class Context:
                 else {}
             )
         return self._macros
+
+    def device_nodes(self, name: str) -> list[Any]:
+        """Syntax nodes of one kind (see DEVICE_QUERY) inside device code. One query runs
+        once per file, restricted to the device functions' byte ranges."""
+        if self._device_nodes is None:
+            from portcheck.checks.syntax import device_captures
+
+            self._device_nodes = device_captures(self.root, self.device_ranges)
+        return self._device_nodes.get(name, [])
 
     def function_at(self, offset: int) -> str:
         starts = [f.start for f in self.functions]

@@ -42,7 +42,7 @@ def arch_conditional(ctx: Context) -> None:
 def launch_bounds(ctx: Context) -> None:
     if ctx.root is None or b"__launch_bounds__" not in ctx.data:
         return
-    for node in captures(ctx.root, "(launch_bounds) @b", "b"):
+    for node in ctx.device_nodes("bounds"):
         arguments = [c for c in node.named_children]
         if len(arguments) >= 2:
             ctx.report(

@@ -10,6 +10,32 @@ from portcheck.parse.treesitter import CUDA_LANGUAGE
 
 _QUERIES: dict[str, Query] = {}
 
+# Everything the device-code checks look at, captured in one pass.
+DEVICE_QUERY = Query(
+    CUDA_LANGUAGE,
+    """
+    (binary_expression) @binary
+    (declaration) @declaration
+    (for_statement) @for
+    (call_expression) @call
+    (init_declarator) @init
+    (launch_bounds) @bounds
+    """,
+)
+
+
+def device_captures(root: Node | None, ranges: list[tuple[int, int]]) -> dict[str, list[Node]]:
+    """DEVICE_QUERY's captures within the given byte ranges (device functions)."""
+    found: dict[str, list[Node]] = {}
+    if root is None:
+        return found
+    for start, end in ranges:
+        cursor = QueryCursor(DEVICE_QUERY)
+        cursor.set_byte_range(start, end)
+        for name, nodes in cursor.captures(root).items():
+            found.setdefault(name, []).extend(nodes)
+    return found
+
 
 def captures(root: Node, pattern: str, name: str) -> list[Node]:
     """Nodes captured as @name by a (cached) tree-sitter query."""

@@ -8,7 +8,6 @@ from portcheck.checks import Context, hazard
 from portcheck.checks.syntax import (
     call_arguments,
     call_name,
-    captures,
     descendants,
     integer_value,
     text,
@@ -61,9 +60,7 @@ def _value(ctx: Context, node) -> int | None:
 def warp_size_assumption(ctx: Context) -> None:
     if ctx.root is None:
         return
-    for node in captures(ctx.root, "(binary_expression) @e", "e"):
-        if not ctx.in_device(node.start_byte):
-            continue
+    for node in ctx.device_nodes("binary"):
         operator = node.child_by_field_name("operator")
         left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
         value = _value(ctx, right)
@@ -76,8 +73,8 @@ def warp_size_assumption(ctx: Context) -> None:
                 f"`{text(node)}` splits threads into 32-wide warps; CDNA wavefronts are 64 wide",
                 fix="Use `warpSize` (e.g. `threadIdx.x % warpSize`, `threadIdx.x / warpSize`).",
             )
-    for decl in captures(ctx.root, "(declaration) @d", "d"):
-        if b"__shared__" not in (decl.text or b"") or not ctx.in_device(decl.start_byte):
+    for decl in ctx.device_nodes("declaration"):
+        if b"__shared__" not in (decl.text or b""):
             continue
         for array in descendants(decl, "array_declarator"):
             if _value(ctx, array.child_by_field_name("size")) == 32:
@@ -88,9 +85,7 @@ def warp_size_assumption(ctx: Context) -> None:
                     fix="Size it from the wave size (64 on CDNA), e.g. `[1024 / warpSize]` via a "
                     "constexpr, or `[64]`.",
                 )
-    for loop in captures(ctx.root, "(for_statement) @f", "f"):
-        if not ctx.in_device(loop.start_byte):
-            continue
+    for loop in ctx.device_nodes("for"):
         init = loop.child_by_field_name("initializer")
         starts_at_16 = init is not None and any(
             integer_value(n) == 16 for n in descendants(init, "number_literal")
@@ -109,7 +104,7 @@ def warp_size_assumption(ctx: Context) -> None:
 def lane_mask_width(ctx: Context) -> None:
     if ctx.root is None:
         return
-    for call in captures(ctx.root, "(call_expression) @c", "c"):
+    for call in ctx.device_nodes("call"):
         name = call_name(call)
         if name not in SYNC_INTRINSICS:
             continue
@@ -124,7 +119,7 @@ def lane_mask_width(ctx: Context) -> None:
                 f"`{text(args[0])}` passed to {name} is a 32-lane mask; wave64 needs 64 bits",
                 fix="Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`).",
             )
-    for declarator in captures(ctx.root, "(init_declarator) @i", "i"):
+    for declarator in ctx.device_nodes("init"):
         value = declarator.child_by_field_name("value")
         if value is None or value.type != "call_expression":
             continue
@@ -141,9 +136,9 @@ def lane_mask_width(ctx: Context) -> None:
                 "wave64 ballots are 64 bits",
                 fix="Store it in `unsigned long long` (or `auto`).",
             )
-    for shift in captures(ctx.root, "(binary_expression) @e", "e"):
+    for shift in ctx.device_nodes("binary"):
         operator = shift.child_by_field_name("operator")
-        if operator is None or text(operator) != "<<" or not ctx.in_device(shift.start_byte):
+        if operator is None or text(operator) != "<<":
             continue
         left, right = shift.child_by_field_name("left"), shift.child_by_field_name("right")
         if text(left).lower() in ("1", "1u") and re.search(r"lane", text(right), re.I):

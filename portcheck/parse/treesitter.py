@@ -19,13 +19,6 @@ STRUCTURE_QUERY = Query(
     (function_definition) @function
     (lambda_expression) @lambda
     (ERROR) @error
-    """,
-)
-
-# Callees for the call graph: plain, qualified and template calls (kernel launches too).
-CALL_QUERY = Query(
-    CUDA_LANGUAGE,
-    """
     (call_expression function: [(identifier) (qualified_identifier) (template_function)] @callee)
     """,
 )
