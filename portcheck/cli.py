@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from portcheck import __version__
+from portcheck.baseline import BaselineError, load_baseline, new_findings
 from portcheck.compile import CompileError, CompileReport, compile_tree
 from portcheck.model import TARGETS, Report
 from portcheck.report import FORMATTERS
@@ -111,6 +112,11 @@ def main() -> None:
     help="Exit 1 if any chosen route scores below N.",
 )
 @click.option(
+    "--baseline",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A previous `--format json` report: exit 1 only if there are new findings.",
+)
+@click.option(
     "--compile",
     "do_compile",
     is_flag=True,
@@ -137,6 +143,7 @@ def scan_command(
     output: Path | None,
     targets: str,
     fail_under: int | None,
+    baseline: Path | None,
     do_compile: bool,
     offload_arch: str | None,
     ignore: tuple[str, ...],
@@ -167,7 +174,28 @@ def scan_command(
             extra={"hipcc": compiled.toolchain.to_dict()},
         )
 
+    new: list = []
+    if baseline is not None:
+        try:
+            new = new_findings(report, load_baseline(baseline))
+        except BaselineError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(EXIT_USAGE)
+        report = dataclasses.replace(report, extra={**report.extra, "new_findings": new})
+
     _emit(report, fmt, output)
+    if baseline is not None:
+        click.echo(
+            f"portcheck: {len(new)} new finding(s) against the baseline "
+            f"({len(report.findings) - len(new)} already known)",
+            err=True,
+        )
+        for finding in new[:20]:
+            click.echo(
+                f"  new: {finding.path}:{finding.span.line} {finding.id} {finding.slug}", err=True
+            )
+        if new:
+            sys.exit(EXIT_FAIL_UNDER)
     if fail_under is not None:
         failing = {t: s for t, s in report.scores.items() if s < fail_under}
         if failing:

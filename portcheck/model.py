@@ -189,6 +189,8 @@ class Finding:
     fix: str = ""
     function: str = ""  # the enclosing function, if any
     kernels: tuple[str, ...] = ()  # kernels that reach this code (call graph)
+    # Stable across edits elsewhere in the file: hazard, file and the line's own text.
+    fingerprint: str = ""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -204,6 +206,7 @@ class Finding:
             "fix": self.fix,
             "function": self.function,
             "kernels": list(self.kernels),
+            "fingerprint": self.fingerprint,
         }
 
 

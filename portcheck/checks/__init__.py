@@ -10,6 +10,7 @@ and applies inline suppressions (`// portcheck: ignore[slug]`).
 from __future__ import annotations
 
 import bisect
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -199,8 +200,16 @@ class Context:
                 help_url=spec.help_url,
                 fix=fix or spec.fix,
                 function=self.function_at(start),
+                fingerprint=self._fingerprint(spec.slug, start),
             )
         )
+
+    def _fingerprint(self, slug: str, offset: int) -> str:
+        line_start = self.data.rfind(b"\n", 0, offset) + 1
+        line_end = self.data.find(b"\n", offset)
+        line = self.data[line_start : line_end if line_end != -1 else len(self.data)]
+        digest = hashlib.sha256(f"{slug}\0{self.path}\0".encode() + b" ".join(line.split()))
+        return digest.hexdigest()[:20]
 
     @property
     def macro_constants(self) -> dict[str, int]:

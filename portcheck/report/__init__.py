@@ -6,6 +6,8 @@ from collections.abc import Callable
 
 from portcheck.model import Report
 from portcheck.report.json import render_json
+from portcheck.report.markdown import render_markdown
+from portcheck.report.sarif import render_sarif
 from portcheck.report.text import render_text
 
 Formatter = Callable[[Report], str]
@@ -13,6 +15,15 @@ Formatter = Callable[[Report], str]
 FORMATTERS: dict[str, Formatter] = {
     "text": render_text,
     "json": render_json,
+    "sarif": render_sarif,
+    "markdown": render_markdown,
 }
 
-__all__ = ["FORMATTERS", "Formatter", "render_json", "render_text"]
+__all__ = [
+    "FORMATTERS",
+    "Formatter",
+    "render_json",
+    "render_markdown",
+    "render_sarif",
+    "render_text",
+]

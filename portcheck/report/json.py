@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from portcheck.model import Report
+from portcheck.model import Finding, Report
 
 SCHEMA = "portcheck.report/1"
 
@@ -30,14 +30,27 @@ def report_to_dict(report: Report) -> dict[str, object]:
         },
         "files": [f.to_dict() for f in report.files],
         "usages": [u.to_dict() for u in report.uses],
-        "findings": [f.to_dict() for f in report.findings],
+        "findings": [_finding(f, report) for f in report.findings],
         "kernels": [k.to_dict() for k in report.kernels],
         "skipped": [s.to_dict() for s in report.skipped],
     }
+    new = report.extra.get("new_findings")
+    if isinstance(new, list):
+        summary = document["summary"]
+        assert isinstance(summary, dict)
+        summary["new_findings"] = len(new)
     if report.compile_results:
         document["compile"] = [r.to_dict() for r in report.compile_results]  # type: ignore[attr-defined]
         document["hipcc"] = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
     return document
+
+
+def _finding(finding: Finding, report: Report) -> dict[str, object]:
+    data = finding.to_dict()
+    new = report.extra.get("new_findings")
+    if isinstance(new, list):
+        data["new"] = any(finding is other for other in new)
+    return data
 
 
 def render_json(report: Report) -> str:

@@ -1,0 +1,81 @@
+"""A Markdown summary for pull requests: scores, effort, what changed against a
+baseline, the hazards by kind and the first findings of each."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from portcheck.checks import catalogue
+from portcheck.model import Finding, Report, Target
+
+TITLE = {Target.HIP: "HIP", Target.ZLUDA: "ZLUDA", Target.SCALE: "SCALE"}
+MARK = {"supported": "✅", "partial": "⚠️", "unsupported": "❌", "unknown": "❔"}
+PER_HAZARD = 5
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report: Report) -> str:
+    lines = [f"## portcheck: AMD readiness of `{_cell(report.root)}`", ""]
+    lines.append("| route | readiness | effort |")
+    lines.append("|---|---:|---:|")
+    for target in report.targets:
+        effort = report.effort.get(str(target), {})
+        hours = effort.get("total_hours", "—") if effort else "—"
+        lines.append(f"| {TITLE[target]} | **{report.scores[str(target)]}** / 100 | {hours} h |")
+    lines.append("")
+    distinct = len({u.name for u in report.uses})
+    lines.append(
+        f"{len(report.files)} files, {report.lines:,} lines, {len(report.uses):,} CUDA "
+        f"uses of {distinct} names, {len(report.findings)} findings, "
+        f"{len(report.kernels)} kernels."
+    )
+    new = report.extra.get("new_findings")
+    if isinstance(new, list):
+        lines.append(f"**{len(new)} new finding(s)** compared with the baseline.")
+    lines.append("")
+    if report.findings:
+        lines += _findings(report)
+    unsupported = Counter(
+        u.name for u in report.uses if u.rule is not None and str(u.status.hip) == "unsupported"
+    )
+    if unsupported:
+        lines.append("<details><summary>APIs with no HIP equivalent</summary>\n")
+        for name, count in unsupported.most_common(30):
+            lines.append(f"- `{_cell(name)}` ×{count}")
+        lines.append("\n</details>\n")
+    lines.append(
+        "Scores: mean credit over work items (each CUDA name, each hazard kind per "
+        "file); see docs/scoring.md."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _findings(report: Report) -> list[str]:
+    specs = catalogue()
+    groups: dict[str, list[Finding]] = defaultdict(list)
+    for finding in report.findings:
+        groups[finding.slug].append(finding)
+    lines = [
+        "| hazard | severity | count | " + " | ".join(TITLE[t] for t in report.targets) + " |",
+        "|---|---|---:|" + "---|" * len(report.targets),
+    ]
+    ordered = sorted(groups.items(), key=lambda kv: (-kv[1][0].severity, specs[kv[0]].id))
+    for slug, group in ordered:
+        spec = specs[slug]
+        marks = " | ".join(MARK[str(spec.targets[t])] for t in report.targets)
+        lines.append(
+            f"| [{spec.id} {slug}]({spec.help_url}) | {spec.severity.name.lower()} | "
+            f"{len(group)} | {marks} |"
+        )
+    lines.append("")
+    for slug, group in ordered:
+        lines.append(f"<details><summary>{specs[slug].id} {slug} ({len(group)})</summary>\n")
+        for finding in group[:PER_HAZARD]:
+            lines.append(f"- `{_cell(finding.path)}:{finding.span.line}` {_cell(finding.message)}")
+        if len(group) > PER_HAZARD:
+            lines.append(f"- … and {len(group) - PER_HAZARD} more")
+        lines.append(f"\n_Fix:_ {_cell(specs[slug].fix)}\n\n</details>\n")
+    return lines

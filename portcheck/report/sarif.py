@@ -1,0 +1,96 @@
+"""SARIF 2.1.0 for GitHub code scanning and other CI viewers: one run, the hazard
+catalogue as rules, one result per finding with a physical location."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from portcheck.checks import catalogue
+from portcheck.model import Report, Severity
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+LEVEL = {
+    Severity.HIGH: "error",
+    Severity.MEDIUM: "warning",
+    Severity.LOW: "note",
+    Severity.INFO: "note",
+}
+INFORMATION_URI = "https://github.com/portcheck/portcheck"
+
+
+def report_to_sarif(report: Report) -> dict[str, object]:
+    specs = sorted(catalogue().values(), key=lambda s: s.id)
+    index = {spec.slug: i for i, spec in enumerate(specs)}
+    rules = [
+        {
+            "id": spec.id,
+            "name": spec.slug,
+            "shortDescription": {"text": spec.summary},
+            "fullDescription": {"text": spec.why},
+            "helpUri": spec.help_url,
+            "help": {"text": spec.fix, "markdown": f"{spec.fix}\n\nSee `{spec.help_url}`."},
+            "defaultConfiguration": {"level": LEVEL[spec.severity]},
+            "properties": {
+                "tags": ["portability", "amd", spec.slug],
+                "targets": spec.targets.to_dict(),
+            },
+        }
+        for spec in specs
+    ]
+    results = []
+    for finding in report.findings:
+        results.append(
+            {
+                "ruleId": finding.id,
+                "ruleIndex": index[finding.slug],
+                "level": LEVEL[finding.severity],
+                "message": {
+                    "text": f"{finding.message} (HIP: {finding.targets.hip}, ZLUDA: "
+                    f"{finding.targets.zluda}, SCALE: {finding.targets.scale})"
+                },
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {"uri": finding.path, "uriBaseId": "SRCROOT"},
+                            "region": {
+                                "startLine": finding.span.line,
+                                "startColumn": finding.span.column,
+                                "endLine": finding.span.end_line,
+                                "endColumn": finding.span.end_column,
+                            },
+                        }
+                    }
+                ],
+                "partialFingerprints": {"portcheckFinding/v1": finding.fingerprint},
+                "properties": {
+                    "slug": finding.slug,
+                    "kernels": list(finding.kernels),
+                    "targets": finding.targets.to_dict(),
+                },
+            }
+        )
+    root_uri = Path(report.root).resolve().as_uri().rstrip("/") + "/"
+    return {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "portcheck",
+                        "version": report.tool_version,
+                        "informationUri": INFORMATION_URI,
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {"SRCROOT": {"uri": root_uri}},
+                "results": results,
+                "properties": {"scores": dict(report.scores)},
+            }
+        ],
+    }
+
+
+def render_sarif(report: Report) -> str:
+    return json.dumps(report_to_sarif(report), indent=2) + "\n"
