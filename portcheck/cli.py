@@ -22,7 +22,7 @@ from portcheck.report.compile import render_compile
 from portcheck.report.text import render_text
 from portcheck.ruleset import RuleError
 from portcheck.scan import ProgressCallback, ScanError, parse_targets, scan
-from portcheck.translate import ENGINES, TranslateError, translate
+from portcheck.translate import ENGINES, TranslateError, TranslationReport, translate
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_USAGE, EXIT_NO_TOOLCHAIN = 0, 1, 2, 3
 PROGRESS_MIN_FILES = 20
@@ -245,6 +245,12 @@ def _emit(report: Report, fmt: str, output: Path | None) -> None:
     show_default=True,
     help="How to report what changed.",
 )
+@click.option(
+    "--compare",
+    type=click.Choice(list(ENGINES)),
+    metavar="ENGINE",
+    help="Also run ENGINE and report where the two engines' outputs disagree.",
+)
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB.")
 def translate_command(
     path: Path,
@@ -252,11 +258,14 @@ def translate_command(
     engine: str,
     diff_only: bool,
     fmt: str,
+    compare: str | None,
     exclude: tuple[str, ...],
 ) -> None:
     """Translate CUDA under PATH to HIP: a file gives a file, a folder a mirrored folder."""
     try:
-        report = translate(path, output, engine=engine, exclude=exclude, diff_only=diff_only)
+        report = translate(
+            path, output, engine=engine, exclude=exclude, diff_only=diff_only, compare=compare
+        )
     except TranslateError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
@@ -275,6 +284,8 @@ def translate_command(
                 ", added #include <hip/hip_runtime.h>" if result.injected_include else ""
             )
             click.echo(f"{result.path}: {what if result.changed else 'unchanged'}")
+        if compare is not None:
+            _print_disagreements(report, engine, compare)
         changed = sum(1 for r in report.files if r.changed)
         click.echo(
             f"portcheck: {len(report.files)} source file(s) translated with {engine} "
@@ -283,6 +294,16 @@ def translate_command(
         )
     if any(r.error for r in report.files):
         sys.exit(EXIT_FAIL_UNDER)
+
+
+def _print_disagreements(report: TranslationReport, engine: str, other: str) -> None:
+    differing = [r for r in report.files if r.disagreements]
+    click.echo(f"{engine} and {other} disagree in {len(differing)} of {len(report.files)} file(s)")
+    for result in differing:
+        click.echo(f"  {result.path}: {len(result.disagreements)} line(s)")
+        for line, ours, theirs in result.disagreements[:5]:
+            click.echo(f"    {line}: {engine}: {ours or '(nothing)'}")
+            click.echo(f"    {' ' * len(str(line))}  {other}: {theirs or '(nothing)'}")
 
 
 def _run_compile(

@@ -181,3 +181,22 @@ def test_runtime_include_is_added_even_when_a_comment_mentions_it():
         b"// was: #include <hip/hip_runtime.h>\n#include <hip/hip_runtime.h>\n"
     )
     assert result.inserted_lines == [2]
+
+
+def test_engine_disagreements_ignore_markers_blank_lines_and_include_placement():
+    from portcheck.translate import disagreements
+
+    ours = b"#include <hip/hip_runtime.h>\n#include <hipblas/hipblas.h>\n\nx(); /* portcheck: PC003 a */\n"
+    theirs = b'#include "hip/hip_runtime.h"\n#include <hipblas.h>\nx();\n'
+    assert disagreements(ours, theirs) == [
+        (1, "#include <hipblas/hipblas.h>", "#include <hipblas.h>")
+    ]
+
+
+@pytest.mark.skipif(find_tool("hipify-perl") is None, reason="hipify-perl not installed")
+def test_compare_with_hipify_perl_lists_where_engines_disagree(tmp_path):
+    report = translate(REPO / "examples" / "heatflow", tmp_path / "out", compare="hipify-perl")
+    spectral = next(f for f in report.files if f.path == "src/spectral.cu")
+    assert ("#include <hipblas/hipblas.h>", "#include <hipblas.h>") in {
+        (ours, theirs) for _, ours, theirs in spectral.disagreements
+    }

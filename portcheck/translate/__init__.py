@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -53,6 +54,8 @@ class FileResult:
     diff: str = ""
     error: str = ""
     text: bytes = field(default=b"", repr=False)  # the translated bytes
+    compared_with: str = ""
+    disagreements: list[tuple[int, str, str]] = field(default_factory=list)  # (line, ours, theirs)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -65,6 +68,17 @@ class FileResult:
             "injected_include": self.injected_include,
             "inserted_lines": self.inserted_lines,
             "error": self.error,
+            **(
+                {
+                    "compared_with": self.compared_with,
+                    "disagreements": [
+                        {"line": line, self.engine: ours, self.compared_with: theirs}
+                        for line, ours, theirs in self.disagreements
+                    ],
+                }
+                if self.compared_with
+                else {}
+            ),
         }
 
 
@@ -162,6 +176,7 @@ def translate(
     engine: str = "builtin",
     exclude: Sequence[str] = (),
     diff_only: bool = False,
+    compare: str | None = None,
     rules: RuleSet | None = None,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> TranslationReport:
@@ -176,11 +191,16 @@ def translate(
     if engine not in ENGINES:
         raise TranslateError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
     _check_paths(source, out_path)
-    if engine != "builtin" and find_tool(engine) is None:
-        raise TranslateError(
-            f"{engine} was not found on PATH or in $ROCM_PATH/bin; install ROCm's HIPIFY "
-            "(or put its bin/ on PATH), or use --engine builtin"
-        )
+    if compare is not None and (compare not in ENGINES or compare == engine):
+        raise TranslateError(f"--compare needs another engine than {engine!r}")
+    for needed in (engine, compare):
+        if needed in (None, "builtin"):
+            continue
+        if find_tool(needed) is None:
+            raise TranslateError(
+                f"{needed} was not found on PATH or in $ROCM_PATH/bin; install ROCm's HIPIFY "
+                "(or put its bin/ on PATH), or use --engine builtin"
+            )
     extractor = Extractor(rules if rules is not None else default_rules(), resolve_ignores(()))
     report = TranslationReport(str(source), str(out_path or ""), engine)
     single_file = source.is_file()
@@ -211,6 +231,10 @@ def translate(
             continue  # plain C/C++ and build files are copied below
         relpath = out_path.name if single_file and out_path is not None else candidate.relpath
         result = _translate_one(extractor, candidate, raw, engine)
+        if compare is not None:
+            other = _translate_one(extractor, candidate, raw, compare)
+            result.compared_with = compare
+            result.disagreements = disagreements(result.text, other.text)
         if diff_only:
             result.diff = _unified_diff(candidate.relpath, raw, result.text)
         elif writer is not None:
@@ -225,6 +249,35 @@ def translate(
     if writer is not None and not single_file:
         report.copied = _copy_rest(source, writer, translated_paths, exclude)
     return report
+
+
+MARKER_COMMENT = re.compile(rb"\s*/\* portcheck: [^*]*\*/")
+
+
+def _comparable_lines(text: bytes) -> list[str]:
+    """Lines as engines should agree on them: without portcheck's markers, blank lines
+    and the runtime include that engines add in different places."""
+    lines = []
+    for line in MARKER_COMMENT.sub(b"", text).decode("utf-8", "replace").splitlines():
+        normal = " ".join(line.replace('"hip/hip_runtime.h"', "<hip/hip_runtime.h>").split())
+        if normal and normal != "#include <hip/hip_runtime.h>":
+            lines.append(normal)
+    return lines
+
+
+def disagreements(ours: bytes, theirs: bytes) -> list[tuple[int, str, str]]:
+    """(line in our output, our line, their line) wherever two engines' outputs differ."""
+    mine, other = _comparable_lines(ours), _comparable_lines(theirs)
+    found = []
+    matcher = difflib.SequenceMatcher(a=mine, b=other, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        for k in range(max(i2 - i1, j2 - j1)):
+            ours_line = mine[i1 + k] if i1 + k < i2 else ""
+            theirs_line = other[j1 + k] if j1 + k < j2 else ""
+            found.append((i1 + k + 1, ours_line, theirs_line))
+    return found
 
 
 def _translate_one(
