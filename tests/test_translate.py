@@ -186,7 +186,10 @@ def test_runtime_include_is_added_even_when_a_comment_mentions_it():
 def test_engine_disagreements_ignore_markers_blank_lines_and_include_placement():
     from portcheck.translate import disagreements
 
-    ours = b"#include <hip/hip_runtime.h>\n#include <hipblas/hipblas.h>\n\nx(); /* portcheck: PC003 a */\n"
+    ours = (
+        b"#include <hip/hip_runtime.h>\n#include <hipblas/hipblas.h>\n\n"
+        b"x(); /* portcheck: PC003 a */\n"
+    )
     theirs = b'#include "hip/hip_runtime.h"\n#include <hipblas.h>\nx();\n'
     assert disagreements(ours, theirs) == [
         (1, "#include <hipblas/hipblas.h>", "#include <hipblas.h>")
