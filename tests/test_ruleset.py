@@ -169,3 +169,44 @@ def test_search_ranks_exact_then_prefix_then_substring(rules):
     by_hip = [rule.cuda for rule in rules.search("hipblasSgemm")]
     assert "cublasSgemm" in by_hip
     assert rules.search("cudaMalloc", family="driver") == []
+
+
+# One known mapping per family, with the fact behind one of its statuses.
+@pytest.mark.parametrize(
+    "cuda, family, hip, target, status",
+    [
+        ("cudaMallocAsync", "runtime", "hipMallocAsync", "hip", "supported"),
+        ("cuMemAllocManaged", "driver", "hipMallocManaged", "zluda", "unsupported"),
+        ("__shfl_xor_sync", "device", "__shfl_xor_sync", "zluda", "supported"),
+        ("cublasDgemm", "cublas", "hipblasDgemm", "hip", "supported"),
+        ("cublasLtMatmul", "cublaslt", "hipblasLtMatmul", "hip", "supported"),
+        ("curandGenerateNormal", "curand", "hiprandGenerateNormal", "hip", "supported"),
+        ("cufftExecZ2Z", "cufft", "hipfftExecZ2Z", "scale", "supported"),
+        ("cusparseSpMV", "cusparse", "hipsparseSpMV", "hip", "supported"),
+        ("cusolverDnDgetrf", "cusolver", "hipsolverDnDgetrf", "hip", "supported"),
+        ("cudnnConvolutionForward", "cudnn", "miopenConvolutionForward", "hip", "supported"),
+        ("ncclAllReduce", "nccl", "ncclAllReduce", "hip", "supported"),
+        ("nvtxRangePushA", "nvtx", "roctxRangePushA", "hip", "supported"),
+        ("thrust::reduce", "thrust", "thrust::reduce", "hip", "supported"),
+        ("cub::BlockReduce", "cub", "hipcub::BlockReduce", "hip", "supported"),
+        ("nvrtcCompileProgram", "nvrtc", "hiprtcCompileProgram", "hip", "supported"),
+        (
+            "cooperative_groups::this_grid",
+            "cooperative_groups",
+            "cooperative_groups::this_grid",
+            "zluda",
+            "unsupported",
+        ),
+        ("nvcuda::wmma::mma_sync", "wmma", "rocwmma::mma_sync", "zluda", "unsupported"),
+        ("cufft.h", "headers", "hipfft/hipfft.h", "hip", "supported"),
+    ],
+)
+def test_a_known_mapping_per_family(rules, cuda, family, hip, target, status):
+    rule = rules.lookup(cuda)
+    assert (rule.family, rule.hip, rule.status[target].value) == (family, hip, status)
+
+
+def test_full_knowledge_base_size(rules):
+    stats = rules.stats()
+    assert stats["total"] >= 8000
+    assert len(stats["families"]) >= 18
