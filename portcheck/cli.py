@@ -111,6 +111,8 @@ def main() -> None:
     metavar="N",
     help="Exit 1 if any chosen route scores below N.",
 )
+@click.option("-j", "--jobs", type=click.IntRange(1), help="Worker processes (default: cores).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the scan cache.")
 @click.option(
     "--baseline",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -143,6 +145,8 @@ def scan_command(
     output: Path | None,
     targets: str,
     fail_under: int | None,
+    jobs: int | None,
+    no_cache: bool,
     baseline: Path | None,
     do_compile: bool,
     offload_arch: str | None,
@@ -157,7 +161,15 @@ def scan_command(
 
     progress, stop_progress = _progress_bar()
     try:
-        report = scan(path, targets=chosen, exclude=exclude, ignore=ignore, progress=progress)
+        report = scan(
+            path,
+            targets=chosen,
+            exclude=exclude,
+            ignore=ignore,
+            jobs=jobs,
+            cache=not no_cache,
+            progress=progress,
+        )
     except (ScanError, RuleError) as exc:
         stop_progress()
         click.echo(f"Error: {exc}", err=True)

@@ -14,7 +14,7 @@ import os
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -47,6 +47,7 @@ class RuleSet:
 
     rules: Mapping[str, ApiRule]
     titles: Mapping[str, str]
+    digest: str = ""  # hash of the rule files' bytes: keys caches of results derived from them
 
     def lookup(self, name: str) -> ApiRule | None:
         return self.rules.get(name)
@@ -295,8 +296,8 @@ def load_rules(folder: Traversable | Path | None = None, use_cache: bool = True)
     if use_cache:
         cached = _read_cache(cache_path)
         if cached is not None:
-            return cached
-    ruleset = _validate_files(files)
+            return replace(cached, digest=digest.hexdigest())
+    ruleset = replace(_validate_files(files), digest=digest.hexdigest())
     if use_cache:
         _write_cache(cache_path, ruleset)
     return ruleset

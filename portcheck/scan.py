@@ -10,7 +10,8 @@ from pathlib import Path, PurePosixPath
 
 from portcheck import __version__
 from portcheck.checks import resolve_ignores
-from portcheck.discover import MAX_FILE_BYTES, Candidate, discover, read_candidate
+from portcheck.discover import MAX_FILE_BYTES, Candidate, discover
+from portcheck.engine import ScanCache, default_cache_path, scan_candidates
 from portcheck.extract import Extractor, FileScan
 from portcheck.graph import build_call_graph, kernels_reaching
 from portcheck.model import TARGETS, FileSummary, Finding, Kernel, Report, Skipped, Target, Use
@@ -53,6 +54,8 @@ def scan(
     rules: RuleSet | None = None,
     ignore: Sequence[str] = (),
     max_file_bytes: int = MAX_FILE_BYTES,
+    jobs: int | None = None,
+    cache: bool = True,
     progress: ProgressCallback | None = None,
 ) -> Report:
     """Scan a CUDA file or source tree and return its Report.
@@ -79,19 +82,21 @@ def scan(
         else:
             candidates.append(item)
 
+    # Files are scanned in parallel processes (jobs, default: all cores) and remembered in
+    # a content-hash cache, so an unchanged tree re-scans from the cache.
     scans: list[FileScan] = []
-    for done, candidate in enumerate(candidates):
-        if progress is not None:
-            progress(done, len(candidates), candidate.relpath)
-        data = read_candidate(candidate)
-        if data is None:
-            continue
-        if isinstance(data, Skipped):
-            skipped.append(data)
-            continue
-        scans.append(extractor.scan_file(candidate.relpath, candidate.language, data))
-    if progress is not None:
-        progress(len(candidates), len(candidates), "")
+    scan_cache = ScanCache(default_cache_path()) if cache else None
+    try:
+        for result in scan_candidates(
+            candidates, extractor, jobs=jobs, cache=scan_cache, progress=progress
+        ):
+            if isinstance(result, Skipped):
+                skipped.append(result)
+            else:
+                scans.append(result)
+    finally:
+        if scan_cache is not None:
+            scan_cache.close()
 
     return _assemble(root, chosen, scans, skipped, time.perf_counter() - started)
 

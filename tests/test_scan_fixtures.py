@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -108,3 +109,24 @@ def test_project_header_with_a_cuda_like_name_is_not_a_cuda_header(tmp_path):
     assert ("main.cu", "cuda_helpers.h") not in headers
     assert ("cuda_helpers.h", "cuda_runtime.h") in headers
     assert ("main.cu", "cuda_gl_interop.h") in headers  # a real CUDA header, even if unknown
+
+
+def test_parallel_and_cached_scans_equal_a_serial_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("PORTCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    tree = tmp_path / "tree"
+    for copy in range(3):  # enough files for the process pool to start
+        for source in SCAN_FIXTURES.iterdir():
+            target = tree / f"part{copy}" / source.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+
+    def document(**options):
+        doc = json.loads(portcheck.scan(tree, **options).to_json())
+        doc["summary"].pop("seconds")
+        return doc
+
+    serial = document(jobs=1, cache=False)
+    assert serial["summary"]["files_scanned"] >= 16
+    assert document(jobs=2, cache=False) == serial
+    assert document(jobs=2, cache=True) == serial  # fills the cache
+    assert document(jobs=2, cache=True) == serial  # served from it
