@@ -161,16 +161,20 @@ def scan_candidates(
             if workers > 1 and pool is None and len(candidates) >= MIN_FILES_FOR_POOL and pending:
                 pool = _make_pool(workers)
             jobs_only = [job for _, _, job in pending]
-            if pool is not None:
-                payloads = pool.map(
-                    _scan_job, jobs_only, chunksize=max(1, len(jobs_only) // (workers * 4))
-                )
-            else:
-                payloads = [_scan_job(job) for job in jobs_only]
             fresh = []
-            for (index, key, _), payload in zip(pending, payloads, strict=True):
-                results[index] = _from_wire(payload, extractor.rules)
-                fresh.append((key, payload))
+            if pool is not None:
+                chunk = max(1, len(jobs_only) // (workers * 4))
+                for (index, key, _), payload in zip(
+                    pending, pool.map(_scan_job, jobs_only, chunksize=chunk), strict=True
+                ):
+                    results[index] = _from_wire(payload, extractor.rules)
+                    fresh.append((key, payload))
+            else:  # in-process: no round trip through pickle unless the cache wants it
+                for index, key, (relpath, language, data) in pending:
+                    scanned = extractor.scan_file(relpath, language, data)
+                    results[index] = scanned
+                    if cache is not None:
+                        fresh.append((key, _to_wire(scanned)))
             if cache is not None:
                 cache.put_many(fresh)
             for candidate, result in zip(batch, results, strict=True):

@@ -231,6 +231,7 @@ class Extractor:
         # Every name that can start a known construct: plain names and the first
         # segment of qualified ones (`thrust` for `thrust::sort`).
         self.qualified_prefixes: set[str] = set()
+        self.children: dict[str, set[bytes]] = {}
         starts: set[str] = set()
         for rule in rules:
             if rule.kind == "header":
@@ -239,6 +240,10 @@ class Extractor:
             starts.add(parts[0])
             for i in range(1, len(parts) + 1):
                 self.qualified_prefixes.add("::".join(parts[:i]))
+                if i > 1:  # `nvcuda::wmma` -> after `using namespace nvcuda;`, `wmma` is a name
+                    self.children.setdefault("::".join(parts[: i - 1]), set()).add(
+                        parts[i - 1].encode()
+                    )
         self.start_tokens = frozenset(s.encode() for s in starts if s.isidentifier())
         # One C-level regex proposes candidates: known first tokens, or CUDA-shaped names.
         # Names that CUDA_SHAPE already matches need no place in the trie.
@@ -440,13 +445,14 @@ class Extractor:
         # Names made visible by an alias or `using namespace nvcuda;` (then `wmma::…`).
         local: set[bytes] = set(aliases)
         for namespace in using_namespaces:
-            depth = namespace.count("::") + 1
-            for prefix in self.qualified_prefixes:
-                if prefix.startswith(namespace + "::") and prefix.count("::") == depth:
-                    local.add(prefix.rsplit("::", 1)[1].encode())
-        matches = self.candidates.finditer(data)
-        if local:  # file-specific names (aliases, `using namespace`) need the slow path
-            matches = (m for m in TOKEN.finditer(data) if self._is_candidate(m.group(), local))
+            local |= self.children.get(namespace, set())
+        matches: Iterable[re.Match[bytes]] = self.candidates.finditer(data)
+        if local:  # names visible only in this file get a small regex of their own
+            extra = re.compile(rb"\b(?:" + b"|".join(map(re.escape, sorted(local))) + rb")\b")
+            merged = sorted([*matches, *extra.finditer(data)], key=lambda m: (m.start(), -m.end()))
+            matches = [
+                m for i, m in enumerate(merged) if i == 0 or m.span() != merged[i - 1].span()
+            ]
         for match in matches:
             token = match.group()
             start, end = match.span()

@@ -38,6 +38,18 @@ class Severity(IntEnum):
     HIGH = 4
 
 
+class _FastPickle:
+    """Pickle frozen slots dataclasses as (class, field values): the default route
+    through dataclasses' __setstate__ costs several times more, and scans send many
+    of these between processes and into the cache."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        names: tuple[str, ...] = self.__slots__  # type: ignore[attr-defined]
+        return (self.__class__, tuple(getattr(self, name) for name in names))
+
+
 class Language(StrEnum):
     CUDA = "cuda"
     CPP = "cpp"
@@ -53,7 +65,7 @@ class Language(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Span:
+class Span(_FastPickle):
     """A region of a file: 1-based lines and columns (columns count characters),
     plus the byte offsets into the UTF-8 text that was parsed."""
 
@@ -66,7 +78,7 @@ class Span:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdicts:
+class Verdicts(_FastPickle):
     """One status per target."""
 
     hip: Status
@@ -156,7 +168,7 @@ class Use:
 
 
 @dataclass(frozen=True, slots=True)
-class Kernel:
+class Kernel(_FastPickle):
     """A `__global__` function definition."""
 
     name: str
@@ -175,7 +187,7 @@ class Kernel:
 
 
 @dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(_FastPickle):
     """A problem that renaming cannot fix (filled in by the hazard checks)."""
 
     id: str
@@ -211,7 +223,7 @@ class Finding:
 
 
 @dataclass(frozen=True, slots=True)
-class Skipped:
+class Skipped(_FastPickle):
     path: str
     reason: str
 

@@ -109,8 +109,9 @@ def _inline_code(text: str) -> Markup:
 
 
 def _hours(value: object) -> str:
-    number = float(value)  # type: ignore[arg-type]
-    return f"{number:g}" if number < 10 else f"{number:,.0f}"
+    """15.5 -> "15.5", 85.0 -> "85", 1234.0 -> "1,234"."""
+    number = round(float(value), 1)  # type: ignore[arg-type]
+    return f"{number:,.1f}".removesuffix(".0")
 
 
 # --------------------------------------------------------------------------- view model
@@ -142,6 +143,7 @@ class Blocker:
     more_places: int
     anchor: str
     note: str
+    full_note: str
 
 
 @dataclass
@@ -238,27 +240,45 @@ def _worst(statuses: Iterable[Status]) -> Status:
 
 
 def _blockers(report: Report) -> list[Blocker]:
-    """Names and hazards not plainly supported on some route, costliest first."""
+    """Names and hazards not plainly supported on some route, costliest first.
+
+    Names of one family with the same verdicts form one row ("9 cufft names"): a lead
+    plans the cuFFT port, not cufftPlan2d on its own. Hazards are one row per slug."""
     targets = report.targets
     blockers: list[Blocker] = []
     first, occurrences = _first_uses(report)
-    for name, use in first.items():
-        statuses = {str(t): use.status[t] for t in targets}
-        if all(s is Status.SUPPORTED for s in statuses.values()):
-            continue
+    groups: dict[tuple[str, tuple[Status, ...]], list[Use]] = defaultdict(list)
+    for use in first.values():
+        statuses = tuple(use.status[t] for t in targets)
+        if any(s is not Status.SUPPORTED for s in statuses):
+            groups[(use.family, statuses)].append(use)
+    for (family, statuses), uses in groups.items():
+        lead = uses[0]
+        sites = sum(occurrences[u.name] for u in uses)
+        if len(uses) == 1:
+            name = lead.name
+            kind = lead.kind if lead.kind == family.rstrip("s") else f"{family} {lead.kind}"
+            note = (lead.rule.notes or "") if lead.rule else "not in the rule set"
+        else:
+            name, kind = f"{len(uses)} {family} names", family
+            note = ", ".join(u.name for u in uses[:4]) + (", …" if len(uses) > 4 else "")
         blockers.append(
             Blocker(
                 name=name,
-                kind=use.kind,
-                family=use.family,
+                kind=kind,
+                family=family,
                 severity="",
-                statuses={t: str(s) for t, s in statuses.items()},
-                hours={t: _item_hours(s) for t, s in statuses.items()},
-                occurrences=occurrences[name],
-                where=f"{use.path}:{use.span.line}",
-                more_places=occurrences[name] - 1,
+                statuses={str(t): str(s) for t, s in zip(targets, statuses, strict=True)},
+                hours={
+                    str(t): _item_hours(s) * len(uses)
+                    for t, s in zip(targets, statuses, strict=True)
+                },
+                occurrences=sites,
+                where=f"{lead.path}:{lead.span.line}",
+                more_places=sites - 1,
                 anchor="",
-                note=(use.rule.notes or "") if use.rule else "not in the rule set",
+                note=_shorten(note),
+                full_note=note,
             )
         )
     by_slug: dict[str, list[Finding]] = defaultdict(list)
@@ -290,6 +310,7 @@ def _blockers(report: Report) -> list[Blocker]:
                 more_places=len(group) - 1,
                 anchor=f"finding-{slug}",
                 note=spec.summary if spec else group[0].message,
+                full_note=spec.summary if spec else group[0].message,
             )
         )
 
@@ -304,6 +325,12 @@ def _blockers(report: Report) -> list[Blocker]:
         )
 
     return sorted(blockers, key=cost)
+
+
+def _shorten(text: str, limit: int = 90) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def _blocked_by(report: Report, target: Target) -> str:
@@ -543,6 +570,18 @@ def _finding_cards(report: Report) -> list[FindingCard]:
     return cards
 
 
+def _distinct_diagnostics(diagnostics: list[dict[str, object]]) -> list[dict[str, object]]:
+    """A header included twice reports the same line twice; show it once."""
+    seen: set[tuple[object, ...]] = set()
+    distinct = []
+    for diagnostic in diagnostics:
+        key = (diagnostic["path"], diagnostic["line"], diagnostic["column"], diagnostic["message"])
+        if key not in seen:
+            seen.add(key)
+            distinct.append(diagnostic)
+    return distinct
+
+
 def _compile(report: Report) -> dict[str, object] | None:
     if not report.compile_results:
         return None
@@ -552,7 +591,7 @@ def _compile(report: Report) -> dict[str, object] | None:
         data = result.to_dict()  # type: ignore[attr-defined]
         diagnostics = data["diagnostics"]
         errors = [d for d in diagnostics if str(d["severity"]).endswith("error")]
-        shown = (errors or diagnostics)[:MAX_DIAGNOSTICS]
+        shown = _distinct_diagnostics(errors or diagnostics)[:MAX_DIAGNOSTICS]
         by_arch[str(data["arch"])].append(bool(data["ok"]))
         results.append(
             {
@@ -564,7 +603,7 @@ def _compile(report: Report) -> dict[str, object] | None:
                 "explanation": data["explanation"],
                 "seconds": data["seconds"],
                 "diagnostics": shown,
-                "more": len(diagnostics) - len(shown),
+                "more": len(_distinct_diagnostics(diagnostics)) - len(shown),
             }
         )
     hipcc = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
@@ -579,6 +618,17 @@ def _compile(report: Report) -> dict[str, object] | None:
         ],
         "results": results,
     }
+
+
+def _effort_terms(report: Report, target: str) -> dict[str, object]:
+    estimate = report.effort.get(target, {})
+    categories: Mapping[str, Mapping[str, float]] = estimate.get("categories", {})  # type: ignore[assignment]
+    terms = [
+        f"{int(values['items'])} × {HOURS[name]:g}"
+        for name, values in categories.items()
+        if values["items"] and name in HOURS
+    ]
+    return {"terms": " + ".join(terms) or "0", "total": estimate.get("total_hours", 0.0)}
 
 
 def _scoring(report: Report) -> list[dict[str, object]]:
@@ -600,6 +650,7 @@ def _scoring(report: Report) -> list[dict[str, object]]:
                 "items": len(items),
                 "credit": round(credit, 1),
                 "score": report.scores[str(target)],
+                "effort": _effort_terms(report, str(target)),
             }
         )
     return rows

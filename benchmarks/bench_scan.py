@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""Scan-speed benchmark: lines/s, wall time and peak memory of `portcheck scan`.
+
+    python benchmarks/bench_scan.py [TREE ...] [--generate-lines 1000000] [--jobs N]
+                                    [--hipify-perl] [--markdown]
+
+For each real TREE, and for generated trees of N/4 and N lines, it runs the CLI in a
+fresh process (cold: --no-cache; then warm: from the cache) and reports wall time,
+lines/s and the peak resident memory of the largest process. With --hipify-perl it
+also times hipify-perl translating the same source files one by one (the tool must be
+on PATH or in $ROCM_PATH/bin). The generated tree is built from the CUDA files shipped
+in tests/fixtures and examples/, with kernels and functions renamed per copy so that
+no two files are identical.
+
+It is a measurement, not a test: run it on an otherwise idle machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SEED_DIRS = [
+    ROOT / "tests" / "fixtures" / "scan",
+    ROOT / "tests" / "fixtures" / "hazards",
+    ROOT / "tests" / "fixtures" / "translate",
+    ROOT / "examples" / "heatflow",
+]
+SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".h", ".hpp", ".cc", ".c"}
+
+
+def seed_files() -> list[tuple[str, str]]:
+    seeds = []
+    for folder in SEED_DIRS:
+        for path in sorted(folder.rglob("*")):
+            if path.suffix in {".cu", ".cuh", ".cpp"} and path.is_file():
+                text = path.read_bytes().decode("utf-8", "replace")
+                if "\x00" not in text and text.strip():
+                    seeds.append((path.name, text))
+    return seeds
+
+
+def generate_tree(target: Path, lines: int) -> int:
+    """Write about `lines` lines of CUDA under target; returns the exact count."""
+    seeds = seed_files()
+    written = 0
+    copy = 0
+    while written < lines:
+        for name, text in seeds:
+            suffix = f"_{copy}"
+            # Rename the project's own functions so copies differ (as a real tree would).
+            renamed = re.sub(
+                r"\b(__global__\s+void\s+|__device__\s+\w+\s+)(\w+)",
+                lambda m, suffix=suffix: f"{m.group(1)}{m.group(2)}{suffix}",
+                text,
+            )
+            out = target / f"module{copy // 50:03d}" / f"c{copy}_{name}"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(renamed)
+            written += renamed.count("\n")
+            copy += 1
+            if written >= lines:
+                break
+    return written
+
+
+def count_lines(tree: Path) -> int:
+    total = 0
+    for path in tree.rglob("*"):
+        if path.suffix.lower() in SOURCE_SUFFIXES and path.is_file():
+            total += path.read_bytes().count(b"\n")
+    return total
+
+
+def run_measured(command: list[str], env: dict[str, str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of the largest process in the command's tree."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} failed:\n{stderr}")
+    return seconds, usage.ru_maxrss
+
+
+def scan_command(tree: Path, jobs: int | None, cache: bool) -> list[str]:
+    command = [
+        sys.executable,
+        "-m",
+        "portcheck",
+        "scan",
+        str(tree),
+        "--format",
+        "json",
+        "-o",
+        os.devnull,
+    ]
+    if jobs:
+        command += ["-j", str(jobs)]
+    if not cache:
+        command.append("--no-cache")
+    return command
+
+
+def time_hipify_perl(tree: Path) -> float | None:
+    sys.path.insert(0, str(ROOT))
+    from portcheck.translate.hipify import find_tool
+
+    tool = find_tool("hipify-perl")
+    if tool is None:
+        return None
+    files = [
+        p
+        for p in tree.rglob("*")
+        if p.suffix.lower() in {".cu", ".cuh", ".cpp", ".h"} and p.is_file()
+    ]
+    started = time.perf_counter()
+    for path in files:
+        subprocess.run(
+            [tool, "-quiet-warnings", str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trees", nargs="*", type=Path, help="real CUDA trees to scan")
+    parser.add_argument(
+        "--generate-lines",
+        type=int,
+        default=1_000_000,
+        help="size of the largest generated tree (0: none)",
+    )
+    parser.add_argument("--jobs", type=int, default=None, help="portcheck -j (default: cores)")
+    parser.add_argument(
+        "--hipify-perl",
+        action="store_true",
+        help="also time hipify-perl translating the real trees",
+    )
+    parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    args = parser.parse_args()
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    with tempfile.TemporaryDirectory(prefix="portcheck-bench-") as scratch:
+        env["PORTCHECK_CACHE_DIR"] = str(Path(scratch) / "cache")
+        trees: list[tuple[str, Path, int]] = [(t.name, t, count_lines(t)) for t in args.trees]
+        if args.generate_lines:
+            for fraction in (4, 1):
+                size = args.generate_lines // fraction
+                folder = Path(scratch) / f"generated-{size}"
+                trees.append((f"generated {size:,}", folder, generate_tree(folder, size)))
+        # Warm the rule cache once so every measurement starts equal.
+        subprocess.run(
+            [sys.executable, "-m", "portcheck", "rules", "stats"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            check=True,
+        )
+        rows = []
+        for name, tree, lines in trees:
+            cold, memory = run_measured(scan_command(tree, args.jobs, cache=False), env)
+            run_measured(scan_command(tree, args.jobs, cache=True), env)  # fill the cache
+            warm, _ = run_measured(scan_command(tree, args.jobs, cache=True), env)
+            hipify = time_hipify_perl(tree) if args.hipify_perl and tree in args.trees else None
+            rows.append((name, lines, cold, warm, memory, hipify))
+        shutil.rmtree(Path(scratch) / "cache", ignore_errors=True)
+
+    header = (
+        "tree",
+        "lines",
+        "cold s",
+        "lines/s",
+        "warm s",
+        "peak MiB",
+        "hipify-perl s",
+        "speed-up",
+    )
+    table = []
+    for name, lines, cold, warm, memory, hipify in rows:
+        table.append(
+            (
+                name,
+                f"{lines:,}",
+                f"{cold:.2f}",
+                f"{lines / cold:,.0f}",
+                f"{warm:.2f}",
+                f"{memory / 1024:.0f}",
+                "—" if hipify is None else f"{hipify:.1f}",
+                "—" if hipify is None else f"{hipify / cold:.1f}×",
+            )
+        )
+    if args.markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for row in table:
+            print("| " + " | ".join(row) + " |")
+    else:
+        widths = [max(len(str(x)) for x in column) for column in zip(header, *table, strict=False)]
+        for row in (header, *table):
+            print("  ".join(str(x).rjust(w) for x, w in zip(row, widths, strict=False)))
+    generated = [r for r in rows if r[0].startswith("generated")]
+    if len(generated) == 2:
+        (_, small_lines, small, *_), (_, big_lines, big, *_) = generated
+        print(
+            f"\nscaling: {big_lines / small_lines:.1f}× the code took {big / small:.2f}× the time"
+        )
+
+
+if __name__ == "__main__":
+    main()
