@@ -8,7 +8,7 @@ import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import click
@@ -19,6 +19,7 @@ from portcheck.compile import CompileError, CompileReport, compile_tree
 from portcheck.model import TARGETS, Report
 from portcheck.report import FORMATTERS
 from portcheck.report.compile import render_compile
+from portcheck.report.json import iter_json
 from portcheck.report.text import render_text
 from portcheck.ruleset import RuleError
 from portcheck.scan import ProgressCallback, ScanError, parse_targets, scan
@@ -28,13 +29,17 @@ EXIT_OK, EXIT_FAIL_UNDER, EXIT_USAGE, EXIT_NO_TOOLCHAIN = 0, 1, 2, 3
 PROGRESS_MIN_FILES = 20
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder, so a reader never sees half a report."""
+def write_atomically(path: Path, text: str | Iterable[str]) -> None:
+    """Write via a temporary file in the same folder, so a reader never sees half a report.
+    `text` may be an iterable of pieces (a streamed report)."""
     folder = path.parent if str(path.parent) else Path(".")
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            if isinstance(text, str):
+                fh.write(text)
+            else:
+                fh.writelines(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -222,11 +227,14 @@ def _emit(report: Report, fmt: str, output: Path | None) -> None:
             color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
             columns = os.get_terminal_size().columns if sys.stdout.isatty() else 120
             click.echo(render_text(report, color=color, width=max(columns, 80)), nl=False)
+        elif fmt == "json":
+            sys.stdout.writelines(iter_json(report))
+            sys.stdout.flush()
         else:
             click.echo(FORMATTERS[fmt](report), nl=False)
         return
     try:
-        write_atomically(output, FORMATTERS[fmt](report))
+        write_atomically(output, iter_json(report) if fmt == "json" else FORMATTERS[fmt](report))
     except OSError as exc:
         click.echo(f"Error: cannot write {output}: {exc.strerror or exc}", err=True)
         sys.exit(EXIT_USAGE)

@@ -284,7 +284,8 @@ class Report:
 
         return report_to_dict(self)
 
-    def to_json(self, indent: int | None = 2) -> str:
-        import json
+    def to_json(self) -> str:
+        """The `portcheck.report/1` document, as `portcheck scan --format json` writes it."""
+        from portcheck.report.json import render_json
 
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        return render_json(self)

@@ -405,8 +405,10 @@ def _recommendation(routes: list[Route]) -> str:
     if reviews:
         needs.append(_plural(reviews, "item") + " to review")
     work = " and ".join(needs) if needs else "only mechanical renames"
+    tied = [r.title for r in routes if r is not best and r.score == best.score]
+    tie = f" (tied with {' and '.join(tied)}, which needs more work)" if tied else ""
     lead = (
-        f"{best.title} is the most direct route: readiness {best.score}/100, "
+        f"{best.title} is the most direct route: readiness {best.score}/100{tie}, "
         f"about {_hours(best.hours)} h of work ({work})."
     )
     if len(routes) == 1:

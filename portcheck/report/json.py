@@ -1,57 +1,94 @@
-"""The `portcheck.report/1` JSON document (see the Interfaces contract in DESIGN.md)."""
+"""The `portcheck.report/1` JSON document (see the Interfaces contract in DESIGN.md).
+
+`iter_json` streams it piece by piece, one list entry at a time, so that a report on a
+million lines is written without holding the whole document in memory twice."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 
 from portcheck.model import Finding, Report
 
 SCHEMA = "portcheck.report/1"
 
 
-def report_to_dict(report: Report) -> dict[str, object]:
-    document: dict[str, object] = {
+def _head(report: Report) -> dict[str, object]:
+    summary: dict[str, object] = {
+        "files_scanned": len(report.files),
+        "files_skipped": len(report.skipped),
+        "lines": report.lines,
+        "uses": len(report.uses),
+        "distinct_names": len({u.name for u in report.uses}),
+        "unknown_names": len({u.name for u in report.uses if u.rule is None}),
+        "findings": len(report.findings),
+        "kernels": len(report.kernels),
+        "scores": dict(report.scores),
+        "effort": {t: dict(e) for t, e in report.effort.items()},
+        "seconds": round(report.seconds, 3),
+    }
+    new = report.extra.get("new_findings")
+    if isinstance(new, list):
+        summary["new_findings"] = len(new)
+    return {
         "schema": SCHEMA,
         "tool": {"name": "portcheck", "version": report.tool_version},
         "root": report.root,
         "targets": [str(t) for t in report.targets],
-        "summary": {
-            "files_scanned": len(report.files),
-            "files_skipped": len(report.skipped),
-            "lines": report.lines,
-            "uses": len(report.uses),
-            "distinct_names": len({u.name for u in report.uses}),
-            "unknown_names": len({u.name for u in report.uses if u.rule is None}),
-            "findings": len(report.findings),
-            "kernels": len(report.kernels),
-            "scores": dict(report.scores),
-            "effort": {t: dict(e) for t, e in report.effort.items()},
-            "seconds": round(report.seconds, 3),
-        },
-        "files": [f.to_dict() for f in report.files],
-        "usages": [u.to_dict() for u in report.uses],
-        "findings": [_finding(f, report) for f in report.findings],
-        "kernels": [k.to_dict() for k in report.kernels],
-        "skipped": [s.to_dict() for s in report.skipped],
+        "summary": summary,
     }
+
+
+def _lists(report: Report) -> dict[str, Iterable[object]]:
     new = report.extra.get("new_findings")
-    if isinstance(new, list):
-        summary = document["summary"]
-        assert isinstance(summary, dict)
-        summary["new_findings"] = len(new)
+    new_ids = {id(f) for f in new} if isinstance(new, list) else None
+
+    def finding(item: Finding) -> dict[str, object]:
+        data = item.to_dict()
+        if new_ids is not None:
+            data["new"] = id(item) in new_ids
+        return data
+
+    lists: dict[str, Iterable[object]] = {
+        "files": (f.to_dict() for f in report.files),
+        "usages": (u.to_dict() for u in report.uses),
+        "findings": (finding(f) for f in report.findings),
+        "kernels": (k.to_dict() for k in report.kernels),
+        "skipped": (s.to_dict() for s in report.skipped),
+    }
     if report.compile_results:
-        document["compile"] = [r.to_dict() for r in report.compile_results]  # type: ignore[attr-defined]
+        lists["compile"] = (r.to_dict() for r in report.compile_results)  # type: ignore[attr-defined]
+    return lists
+
+
+def report_to_dict(report: Report) -> dict[str, object]:
+    document = _head(report)
+    document.update({key: list(items) for key, items in _lists(report).items()})
+    if report.compile_results:
         document["hipcc"] = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
     return document
 
 
-def _finding(finding: Finding, report: Report) -> dict[str, object]:
-    data = finding.to_dict()
-    new = report.extra.get("new_findings")
-    if isinstance(new, list):
-        data["new"] = any(finding is other for other in new)
-    return data
+def iter_json(report: Report) -> Iterator[str]:
+    """The document as text pieces: the head indented, list entries one per line."""
+    yield "{"
+    first = True
+    for key, value in _head(report).items():
+        text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+        yield ("" if first else ",") + f"\n  {json.dumps(key)}: {text}"
+        first = False
+    for key, items in _lists(report).items():
+        yield f",\n  {json.dumps(key)}: ["
+        separator = "\n    "
+        for item in items:
+            yield separator + json.dumps(item, ensure_ascii=False)
+            separator = ",\n    "
+        yield "\n  ]" if separator != "\n    " else "]"
+    if report.compile_results:
+        hipcc = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
+        yield f',\n  "hipcc": {json.dumps(hipcc)}'
+    yield "\n}\n"
 
 
 def render_json(report: Report) -> str:
-    return json.dumps(report_to_dict(report), indent=2, ensure_ascii=False) + "\n"
+    return "".join(iter_json(report))
