@@ -28,6 +28,7 @@ from pathlib import Path
 from portcheck.discover import discover, read_candidate
 from portcheck.extract import Extractor
 from portcheck.model import Finding, Skipped
+from portcheck.resources import cache_dir
 from portcheck.ruleset import default_rules
 from portcheck.translate.builtin import Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
@@ -289,11 +290,7 @@ def project_include_dirs(root: Path) -> list[Path]:
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("PORTCHECK_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "portcheck",
-    )
-    return Path(base) / "compile"
+    return cache_dir() / "compile"
 
 
 def _classify(result: CompileResult, findings: list[Finding], relpath: str) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 from portcheck.discover import Candidate, read_candidate
 from portcheck.extract import Extractor, FileScan
 from portcheck.model import Language, Skipped, Use
+from portcheck.resources import cache_dir
 from portcheck.ruleset import RuleSet
 
 CACHE_VERSION = "scan-1"  # bump when extraction or checks change what they produce
@@ -107,11 +108,7 @@ class ScanCache:
 
 
 def default_cache_path() -> Path:
-    base = os.environ.get("PORTCHECK_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "portcheck",
-    )
-    return Path(base) / "scan-cache.sqlite"
+    return cache_dir() / "scan-cache.sqlite"
 
 
 def _key(extractor: Extractor, relpath: str, language: Language, data: bytes) -> str:

@@ -21,3 +21,15 @@ def data_dir(name: str) -> Traversable:
     if checkout.is_dir():
         return checkout
     raise FileNotFoundError(f"portcheck data folder {name!r} is missing from this installation")
+
+
+def cache_dir() -> Path:
+    """Where portcheck keeps caches: $PORTCHECK_CACHE_DIR, else $XDG_CACHE_HOME/portcheck,
+    else ~/.cache/portcheck. Read at each call, so tests can point it elsewhere."""
+    import os
+
+    explicit = os.environ.get("PORTCHECK_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "portcheck"

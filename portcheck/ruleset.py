@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from portcheck.model import TARGETS, ApiRule, Status, Verdicts
-from portcheck.resources import data_dir
+from portcheck.resources import cache_dir, data_dir
 
 SCHEMA = "portcheck.rules/1"
 # Bump when validation or the cached form changes, so old caches are not reused.
@@ -226,14 +226,6 @@ def _rule_files(folder: Traversable | Path) -> Iterable[Traversable | Path]:
     )
 
 
-def _cache_dir() -> Path:
-    explicit = os.environ.get("PORTCHECK_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "portcheck"
-
-
 _STATUS_BY_VALUE = {status.value: status for status in Status}
 
 
@@ -292,7 +284,7 @@ def load_rules(folder: Traversable | Path | None = None, use_cache: bool = True)
     digest = hashlib.sha256(LOADER_VERSION.encode())
     for name, content in files:
         digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
-    cache_path = _cache_dir() / f"rules-{digest.hexdigest()[:24]}.json"
+    cache_path = cache_dir() / f"rules-{digest.hexdigest()[:24]}.json"
     if use_cache:
         cached = _read_cache(cache_path)
         if cached is not None:
