@@ -40,6 +40,9 @@ def write_atomically(path: Path, text: str | Iterable[str]) -> None:
                 fh.write(text)
             else:
                 fh.writelines(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a report is an ordinary file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -30,7 +30,7 @@ WORST_FIRST = (Status.UNSUPPORTED, Status.PARTIAL, Status.UNKNOWN, Status.SUPPOR
 HOURS = {"rename-only": 0.05, "review": 0.5, "rewrite": 4.0}
 
 
-def _work_items(
+def work_items(
     uses: Iterable[Use], findings: Iterable[Finding], target: Target
 ) -> dict[tuple[str, ...], tuple[str, Status]]:
     """(item key) -> (kind of item, status on target)."""
@@ -47,7 +47,7 @@ def _work_items(
 
 
 def readiness(uses: Iterable[Use], findings: Iterable[Finding], target: Target) -> int:
-    items = _work_items(uses, findings, target)
+    items = work_items(uses, findings, target)
     if not items:
         return 100  # nothing to port
     return round(100 * sum(CREDIT[status] for _, status in items.values()) / len(items))
@@ -59,7 +59,8 @@ def scores(
     return {str(target): readiness(uses, findings, target) for target in targets}
 
 
-def _category(kind: str, status: Status, target: Target) -> str | None:
+def category(kind: str, status: Status, target: Target) -> str | None:
+    """The effort category of one work item on one target (None: no work)."""
     if status is Status.UNSUPPORTED:
         return "rewrite"
     if status in (Status.PARTIAL, Status.UNKNOWN):
@@ -75,10 +76,10 @@ def effort(
     result: dict[str, dict[str, object]] = {}
     for target in targets:
         counts = dict.fromkeys(HOURS, 0)
-        for kind, status in _work_items(uses, findings, target).values():
-            category = _category(kind, status, target)
-            if category is not None:
-                counts[category] += 1
+        for kind, status in work_items(uses, findings, target).values():
+            name = category(kind, status, target)
+            if name is not None:
+                counts[name] += 1
         categories = {
             name: {"items": count, "hours": round(count * HOURS[name], 1)}
             for name, count in counts.items()

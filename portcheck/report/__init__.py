@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from portcheck.model import Report
+from portcheck.report.html import render_html
 from portcheck.report.json import render_json
 from portcheck.report.markdown import render_markdown
 from portcheck.report.sarif import render_sarif
@@ -17,6 +18,7 @@ FORMATTERS: dict[str, Formatter] = {
     "json": render_json,
     "sarif": render_sarif,
     "markdown": render_markdown,
+    "html": render_html,
 }
 
 __all__ = [

@@ -25,12 +25,12 @@ from markupsafe import Markup, escape
 from portcheck.checks import catalogue
 from portcheck.model import Finding, Report, Severity, Status, Target, Use
 from portcheck.report.compile import CLASS_TITLE
-from portcheck.report.text import ROUTE_BLURB, TARGET_TITLE
+from portcheck.report.text import ROUTE_BLURB, STATUS_MARK, TARGET_TITLE
 from portcheck.resources import data_dir
 
 # The score module is the single source of the formula; the report shows its arithmetic
 # rather than re-deriving it, so the two cannot drift.
-from portcheck.score import CREDIT, HOURS, _work_items
+from portcheck.score import CREDIT, HOURS, WORST_FIRST, category, work_items
 
 TEMPLATE = "report.html.j2"
 STATUS_ORDER = (Status.SUPPORTED, Status.PARTIAL, Status.UNSUPPORTED, Status.UNKNOWN)
@@ -39,12 +39,6 @@ STATUS_LABEL = {
     Status.PARTIAL: "partial",
     Status.UNSUPPORTED: "unsupported",
     Status.UNKNOWN: "unknown",
-}
-STATUS_MARK = {
-    Status.SUPPORTED: "✓",
-    Status.PARTIAL: "~",
-    Status.UNSUPPORTED: "✗",
-    Status.UNKNOWN: "?",
 }
 SNIPPET_CONTEXT = 3  # lines shown either side of a finding
 SNIPPET_MAX_COLUMNS = 240  # minified or generated lines are cut, not wrapped forever
@@ -226,17 +220,13 @@ def _first_uses(report: Report) -> tuple[dict[str, Use], Counter[str]]:
 
 
 def _item_hours(status: Status) -> float:
-    """Hours a non-supported work item costs (docs/scoring.md: review or rewrite)."""
-    if status is Status.UNSUPPORTED:
-        return HOURS["rewrite"]
-    if status in (Status.PARTIAL, Status.UNKNOWN):
-        return HOURS["review"]
-    return 0.0
+    """Hours a not-plainly-supported work item costs (score.category: review or rewrite)."""
+    name = category("hazard", status, Target.HIP)  # hazards never count as rename-only
+    return HOURS[name] if name else 0.0
 
 
 def _worst(statuses: Iterable[Status]) -> Status:
-    order = (Status.UNSUPPORTED, Status.PARTIAL, Status.UNKNOWN, Status.SUPPORTED)
-    return min(statuses, key=order.index, default=Status.SUPPORTED)
+    return min(statuses, key=WORST_FIRST.index, default=Status.SUPPORTED)
 
 
 def _blockers(report: Report) -> list[Blocker]:
@@ -368,7 +358,7 @@ def _routes(report: Report) -> list[Route]:
         key = str(target)
         estimate = report.effort.get(key, {})
         categories: Mapping[str, Mapping[str, float]] = estimate.get("categories", {})  # type: ignore[assignment]
-        items = _work_items(report.uses, report.findings, target).values()
+        items = work_items(report.uses, report.findings, target).values()
         counts = Counter(str(status) for _, status in items)
         routes.append(
             Route(
@@ -637,7 +627,7 @@ def _scoring(report: Report) -> list[dict[str, object]]:
     """Per target: how many work items of each kind and status, and the arithmetic."""
     rows = []
     for target in report.targets:
-        items = list(_work_items(report.uses, report.findings, target).values())
+        items = list(work_items(report.uses, report.findings, target).values())
         by_kind = {
             kind: Counter(str(status) for k, status in items if k == kind)
             for kind in ("name", "hazard")

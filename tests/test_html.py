@@ -1,0 +1,272 @@
+"""The HTML report as a person sees it: rendered by headless Chromium, read from its DOM.
+
+Chromium runs the page's own JavaScript before dumping the DOM, so what these tests read
+is what a browser shows, not what the template meant to write."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+from collections import Counter
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+import portcheck
+from portcheck.compile import CompileResult, Diagnostic
+from portcheck.report.html import render_html
+
+from conftest import REPO
+
+EXAMPLE = REPO / "examples" / "heatflow"
+HOSTILE_STRING = "</script><script>alert(1)</script>"
+HOSTILE_NAME = "a<b>.cu"
+HOSTILE_SOURCE = f"""\
+#include <cuda_runtime.h>
+
+const char* s = "{HOSTILE_STRING}";
+__global__ void lane(unsigned* out) {{
+  unsigned id;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(id));
+  out[threadIdx.x] = id;
+}}
+
+int main() {{
+  unsigned* d;
+  cudaMalloc(&d, 128);
+  lane<<<1, 32>>>(d);
+  cudaFree(d);
+  return 0;
+}}
+"""
+HOSTILE_ASM_LINE = 6
+VOID_NAMES = "area base br col embed hr img input link meta source track wbr"  # no end tag
+VOID_ELEMENTS = frozenset(VOID_NAMES.split())
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if os.environ.get("CI"):
+        pytest.fail("headless Chromium is required in CI (apt-get install -y chromium)")
+    pytest.skip("chromium is not installed (apt-get install -y chromium)")
+
+
+def _run_chromium(page: Path, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    command = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        *args,
+        page.resolve().as_uri(),
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+@dataclasses.dataclass
+class Element:
+    tag: str
+    attrs: dict[str, str]
+    text: str = ""
+
+    @property
+    def classes(self) -> set[str]:
+        return set(self.attrs.get("class", "").split())
+
+
+class Dom(HTMLParser):
+    """The dumped DOM as a flat list of elements, each with all the text inside it."""
+
+    def __init__(self, markup: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[Element] = []
+        self._open: list[Element] = []
+        self.feed(markup)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        element = Element(tag, {k: v or "" for k, v in attrs})
+        self.elements.append(element)
+        if tag not in VOID_ELEMENTS:
+            self._open.append(element)
+
+    def handle_endtag(self, tag: str) -> None:
+        for index in range(len(self._open) - 1, -1, -1):
+            if self._open[index].tag == tag:
+                del self._open[index:]
+                break
+
+    def handle_data(self, data: str) -> None:
+        for element in self._open:
+            element.text += data
+
+    def find(self, tag: str | None = None, cls: str | None = None, **attrs: str) -> list[Element]:
+        return [
+            e
+            for e in self.elements
+            if (tag is None or e.tag == tag)
+            and (cls is None or cls in e.classes)
+            and all(e.attrs.get(k.replace("_", "-")) == v for k, v in attrs.items())
+        ]
+
+    @property
+    def body_text(self) -> str:
+        return " ".join(self.find("body")[0].text.split())
+
+
+def _dump_dom(page: Path, tmp_path: Path) -> Dom:
+    result = _run_chromium(page, tmp_path / "profile", "--dump-dom")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "<body" in result.stdout, result.stderr[-2000:]
+    return Dom(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory):
+    report = portcheck.scan(EXAMPLE)
+    page = tmp_path_factory.mktemp("html") / "report.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    return report, page
+
+
+def test_summary_scores_findings_and_help_links_show_in_the_browser(example, tmp_path):
+    report, page = example
+    dom = _dump_dom(page, tmp_path)
+
+    for target in ("hip", "zluda", "scale"):
+        shown = dom.find("span", cls="score", data_score=target)
+        assert [e.text.strip() for e in shown] == [str(report.scores[target])]
+
+    best = max(report.targets, key=lambda t: report.scores[str(t)])
+    recommendation = dom.find(id="recommendation")[0].text
+    assert f"{best.value.upper()} is the most direct route" in recommendation
+    assert f"readiness {report.scores[str(best)]}/100" in recommendation
+
+    ptx = next(f for f in report.findings if f.slug == "inline-ptx")
+    text = dom.body_text
+    assert ptx.message in text
+    assert f"{ptx.path}:{ptx.span.line}" in text
+    card = dom.find("article", id="finding-inline-ptx")[0]
+    assert "asm" in card.text  # the snippet shows the offending line
+    helps = {e.attrs["href"] for e in dom.find("a", cls="help")}
+    assert "docs/rules/inline-ptx.md" in helps
+    assert ptx.help_url in helps
+
+    # Every scanned file and kernel has its row; the chart has one bar group per family.
+    file_cells = {e.text.strip() for e in dom.find("td", cls="path")}
+    assert {f.path for f in report.files} <= file_cells
+    assert {k.name for k in report.kernels} <= {e.text for e in dom.find("code")}
+    families = {u.family for u in report.uses}
+    chart_labels = [e.text for e in dom.find("text", cls="family")]
+    assert Counter(chart_labels) == Counter({family: 3 for family in families})  # 3 routes
+
+    # Offline: nothing in the page points at the network.
+    assert not dom.find("link") and not [e for e in dom.find("script") if "src" in e.attrs]
+    assert not [e for e in dom.find("img") if "src" in e.attrs]
+
+
+def test_hostile_source_text_and_file_names_stay_text(tmp_path):
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / HOSTILE_NAME).write_text(HOSTILE_SOURCE, encoding="utf-8")
+    report = portcheck.scan(project)
+    finding = next(f for f in report.findings if f.slug == "inline-ptx")
+    assert (finding.path, finding.span.line) == (HOSTILE_NAME, HOSTILE_ASM_LINE)
+
+    markup = render_html(report)
+    assert "<script>alert(1)" not in markup
+    assert "a<b>.cu" not in markup
+    page = tmp_path / "report.html"
+    page.write_text(markup, encoding="utf-8")
+    dom = _dump_dom(page, tmp_path)
+
+    scripts = dom.find("script")
+    assert scripts, "the page's own script should be there"
+    assert not [s for s in scripts if "alert(1)" in s.text]
+    snippets = [e.text for e in dom.find("pre", cls="snippet")]
+    assert any(HOSTILE_STRING in text for text in snippets)
+    assert f"{HOSTILE_NAME}:{HOSTILE_ASM_LINE}" in dom.body_text
+    assert HOSTILE_NAME in {e.text.strip() for e in dom.find("td", cls="path")}
+
+
+def test_screenshot_is_a_real_picture(example, tmp_path):
+    _, page = example
+    png = tmp_path / "report.png"
+    result = _run_chromium(
+        page, tmp_path / "profile", f"--screenshot={png}", "--window-size=1280,2400"
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    data = png.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    assert len(data) > 20_000  # a blank page compresses to a few hundred bytes
+
+
+def test_compile_results_and_a_single_target_render():
+    report = portcheck.scan(EXAMPLE, targets="hip")
+    failed = CompileResult(
+        path="src/residual.cu",
+        arch="gfx90a",
+        ok=False,
+        seconds=0.7,
+        diagnostics=[
+            Diagnostic(6, 10, "error", "use of undeclared identifier '<T>'", "src/residual.cu")
+        ]
+        * 2,
+        failure_class="port-problem",
+        explanation="PC002 lane-mask-width",
+    )
+    built = CompileResult(path="src/main.cu", arch="gfx90a", ok=True, seconds=1.1)
+    report = dataclasses.replace(
+        report,
+        compile_results=(failed, built),
+        extra={"hipcc": {"path": "/usr/bin/hipcc", "version": "5.2"}},
+    )
+    markup = render_html(report)
+    assert "1/2 translation units build" in markup
+    assert "undeclared identifier &#39;&lt;T&gt;&#39;" in markup
+    assert markup.count("src/residual.cu:6:10") == 1  # duplicate diagnostics shown once
+    assert markup.count('<article class="route ') == 1
+    assert 'data-score="hip"' in markup and 'data-score="zluda"' not in markup
+
+
+# Clicks and choices a reader would make, run after the page's own script has loaded.
+READER_ACTIONS = """
+<script>
+document.querySelector('#files-table thead th:nth-child(3)').click();  // lines, ascending
+document.querySelector('#files-table thead th:nth-child(3)').click();  // then descending
+var severity = document.querySelector('.filters[data-list="finding-list"] [data-filter=severity]');
+severity.value = 'medium';
+severity.dispatchEvent(new Event('change', {bubbles: true}));
+</script>
+"""
+
+
+def test_tables_sort_and_findings_filter_on_click(example, tmp_path):
+    report, page = example
+    markup = page.read_text(encoding="utf-8").replace("</body>", READER_ACTIONS + "</body>")
+    clicked = tmp_path / "clicked.html"
+    clicked.write_text(markup, encoding="utf-8")
+    dom = _dump_dom(clicked, tmp_path)
+
+    rows = [e for e in dom.find("tr") if "data-language" in e.attrs]
+    shown_order = [row.text.split()[0] for row in rows]  # the path cell comes first
+    by_lines = [f.path for f in sorted(report.files, key=lambda f: (-f.lines, f.path))]
+    assert shown_order == by_lines
+
+    cards = dom.find("article", cls="finding")
+    visible = {c.attrs["data-severity"] for c in cards if "hidden" not in c.attrs}
+    assert visible == {"medium"}
+    hidden = [c for c in cards if "hidden" in c.attrs]
+    assert len(hidden) == sum(1 for f in report.findings if f.severity.name != "MEDIUM")
