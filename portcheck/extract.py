@@ -141,6 +141,8 @@ def guess_family(name: str) -> str:
 
 def strip_template_args(text: str) -> str:
     """`cub::BlockReduce<float, 256>::TempStorage` -> `cub::BlockReduce::TempStorage`."""
+    if "<" not in text and not any(c.isspace() for c in text):
+        return text  # the common case, without a regex
     text = re.sub(r"\s+", "", text)
     previous = None
     while previous != text:
@@ -195,31 +197,15 @@ class _LineIndex:
         return Span(line, column, end_line, end_column, start, end)
 
 
+MASKED_IN_MACRO = re.compile(
+    rb"//.*|/\*.*?(?:\*/|$)|\"(?:\\.|[^\"\\])*(?:\"|$)|'(?:\\.|[^'\\])*(?:'|$)", re.DOTALL
+)
+
+
 def _masked_ranges(text: bytes) -> list[tuple[int, int]]:
     """Comment and string/char literal ranges inside a macro body (which the
     grammar leaves as raw text)."""
-    ranges: list[tuple[int, int]] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i : i + 1]
-        if text.startswith(b"//", i):
-            ranges.append((i, n))
-            break
-        if text.startswith(b"/*", i):
-            end = text.find(b"*/", i + 2)
-            end = n if end == -1 else end + 2
-            ranges.append((i, end))
-            i = end
-            continue
-        if c in (b'"', b"'"):
-            j = i + 1
-            while j < n and text[j : j + 1] != c:
-                j += 2 if text[j : j + 1] == b"\\" else 1
-            ranges.append((i, min(j + 1, n)))
-            i = j + 1
-            continue
-        i += 1
-    return ranges
+    return [match.span() for match in MASKED_IN_MACRO.finditer(text)]
 
 
 class Extractor:

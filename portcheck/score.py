@@ -34,9 +34,11 @@ def work_items(
     uses: Iterable[Use], findings: Iterable[Finding], target: Target
 ) -> dict[tuple[str, ...], tuple[str, Status]]:
     """(item key) -> (kind of item, status on target)."""
-    items: dict[tuple[str, ...], tuple[str, Status]] = {}
-    for use in uses:
-        items[("name", use.name)] = ("name", use.status[target])
+    # Every use of a name has the same status: look it up once per distinct name.
+    distinct = {use.name: use for use in uses}
+    items: dict[tuple[str, ...], tuple[str, Status]] = {
+        ("name", name): ("name", use.status[target]) for name, use in distinct.items()
+    }
     for finding in findings:
         key = ("hazard", finding.slug, finding.path)
         status = finding.targets[target]
