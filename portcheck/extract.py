@@ -514,6 +514,7 @@ class Extractor:
                     grand is not None
                     and grand.type == "qualified_identifier"
                     and grand.child_by_field_name("name") == parent
+                    and grand.child_by_field_name("scope") is not None  # `::cub::X` is global
                 ):
                     return
                 qualified = strip_template_args((parent.text or b"").decode())

@@ -79,6 +79,56 @@ def _namespace_edit(use: Use, data: bytes) -> tuple[int, int, str] | None:
     return None  # written through an alias: the alias declaration itself is renamed
 
 
+# CUDA calls whose HIP name depends on how many arguments are passed.
+ARITY_RENAMES: dict[str, dict[int, str]] = {
+    "cudaEventCreate": {2: "hipEventCreateWithFlags"},  # HIP's hipEventCreate takes one
+}
+
+
+def _argument_count(data: bytes, after: int) -> int | None:
+    """Top-level arguments of the call whose name ends at `after` (None: not a call)."""
+    position = after
+    while position < len(data) and data[position : position + 1].isspace():
+        position += 1
+    if data[position : position + 1] != b"(":
+        return None
+    depth, commas, empty = 0, 0, True
+    for offset in range(position, min(len(data), position + 4096)):
+        char = data[offset : offset + 1]
+        if char in b"([{":
+            depth += 1
+        elif char in b")]}":
+            depth -= 1
+            if depth == 0:
+                return 0 if empty else commas + 1
+        elif char == b"," and depth == 1:
+            commas += 1
+        elif depth >= 1 and not char.isspace():
+            empty = False
+    return None
+
+
+def _duplicate_includes(
+    uses: list[Use], edits: list[tuple[int, int, str]], data: bytes
+) -> list[tuple[int, int, str]]:
+    """Comment out an include that translation made a duplicate of an earlier one
+    (`cuda.h` and `cuda_runtime.h` both become `hip/hip_runtime.h`); the line stays,
+    so line numbers do too."""
+    renamed = {start: text for start, _, text in edits}
+    seen: set[str] = set()
+    extra = []
+    for use in uses:
+        if use.kind != "header":
+            continue
+        written = data[use.span.start_byte + 1 : use.span.end_byte - 1].decode(errors="replace")
+        final = renamed.get(use.span.start_byte + 1, written)
+        if final in seen and use.span.start_byte + 1 in renamed:
+            line_start = data.rfind(b"\n", 0, use.span.start_byte) + 1
+            extra.append((line_start, line_start, "// "))
+        seen.add(final)
+    return extra
+
+
 def _edit_for(use: Use, data: bytes) -> tuple[int, int, str] | None:
     rule = use.rule
     if rule is None or rule.hip is None or use.name in (LAUNCH_NAME, ASM_NAME):
@@ -103,6 +153,11 @@ def _edit_for(use: Use, data: bytes) -> tuple[int, int, str] | None:
             return None  # a numeric arch test has no HIP meaning: leave it, mark it
     if data[start:end].decode(errors="replace") != use.name:
         return None
+    by_arity = ARITY_RENAMES.get(use.name)
+    if by_arity:
+        count = _argument_count(data, end)
+        if count in by_arity:
+            return start, end, by_arity[count]
     return start, end, rule.hip
 
 
@@ -170,6 +225,7 @@ def translate_source(
     data, encoding = decode_source(raw)
     edits = [e for e in (_edit_for(use, data) for use in scan.uses) if e is not None]
     replacements = len(edits)
+    edits += _duplicate_includes(scan.uses, edits, data)
     markers = _marker_inserts(data, scan.findings) if add_markers else []
     result = Translation(
         path, data, replacements, len(markers), encoding=encoding, findings=scan.findings
