@@ -481,6 +481,12 @@ def compile_tree(
             if isinstance(raw, Skipped):
                 report.skipped.append(raw)
                 continue
+            if raw is None and item.language.is_source:
+                # A plain C/C++ header (no CUDA in it) still has to be found by includes.
+                plain = out / item.relpath
+                plain.parent.mkdir(parents=True, exist_ok=True)
+                plain.write_bytes(item.path.read_bytes())
+                continue
             if raw is None or not item.language.is_source:
                 continue
             translation: Translation | None = None
@@ -515,6 +521,12 @@ def compile_tree(
             except ValueError:
                 mirrored = folder  # outside the project: use as is
             flags.append(f"-I{mirrored}")
+        # Then the original folders, for headers discovery does not list (.inc, .def, …);
+        # the translated copies above win because they come first.
+        flags += [
+            f"-I{Path(folder).resolve()}"
+            for folder in (base, *project_include_dirs(base), *map(Path, include_dirs))
+        ]
         tasks = [(unit, arch) for unit in compiled for arch in buildable]
         for unit in compiled:
             for arch in lacking:

@@ -163,3 +163,16 @@ def test_no_hipcc_is_a_clear_message(tmp_path, monkeypatch):
         pytest.skip("a ROCm install in /opt/rocm is always found")
     assert run.returncode == 3
     assert "hipcc was not found" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_plain_project_headers_are_found_by_includes(tmp_path):
+    # A header with no CUDA in it is not translated, but a unit including it must build.
+    (tmp_path / "common").mkdir()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "common" / "helper_plain.h").write_text("#pragma once\n#define SCALE_FACTOR 2\n")
+    (tmp_path / "src" / "k.cu").write_text(
+        '#include "../common/helper_plain.h"\n#include <cuda_runtime.h>\n'
+        "__global__ void k(int* x) { x[0] = SCALE_FACTOR; }\n"
+    )
+    (result,) = compile_tree(tmp_path, "gfx90a").results
+    assert result.ok, result.diagnostics
