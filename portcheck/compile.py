@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from portcheck.discover import discover, read_candidate
-from portcheck.extract import Extractor
+from portcheck.extract import CUDA_HEADER_SHAPE, Extractor
 from portcheck.model import Finding, Skipped
 from portcheck.resources import cache_dir
 from portcheck.ruleset import default_rules
@@ -309,7 +309,7 @@ def _classify(result: CompileResult, findings: list[Finding], relpath: str) -> N
                     f"the {library[0]} headers are not installed ({name}); install {library[1]}"
                 )
                 return
-            if CUDA_NAME_IN_MESSAGE.search(f"'{name}'"):
+            if CUDA_HEADER_SHAPE.fullmatch(name):
                 result.failure_class = "untranslated-cuda"
                 result.explanation = f"a CUDA header is still included: {name}"
                 return

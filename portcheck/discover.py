@@ -53,7 +53,7 @@ CUDA_MARKERS = re.compile(
     rb"|nvrtc|nvToolsExt|nvtx3|nccl|thrust/|cub/|cooperative_groups|mma\.h)"
     rb"|\b(?:cuda|cu)[A-Z]\w*\s*\("
     rb"|\b(?:cublas|cusparse|cusolver|curand|cufft|cudnn|nccl|nvrtc)[A-Z_]\w*\s*\("
-    rb"|__global__|<<<"
+    rb"|__global__|__device__|__host__|__CUDACC__|__CUDA_ARCH__|<<<"
 )
 
 

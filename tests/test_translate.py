@@ -203,3 +203,15 @@ def test_compare_with_hipify_perl_lists_where_engines_disagree(tmp_path):
     assert ("#include <hipblas/hipblas.h>", "#include <hipblas.h>") in {
         (ours, theirs) for _, ours, theirs in spectral.disagreements
     }
+
+
+def test_runtime_header_goes_before_other_hip_headers():
+    # ROCm's cooperative-groups header needs hip_runtime.h first; nvcc included it implicitly.
+    source = (
+        b"#include <cooperative_groups.h>\n#include <cuda_runtime.h>\n"
+        b"__global__ void k(int* x) { x[0] = 1; }\n"
+    )
+    text = translate_source(Extractor(default_rules()), "k.cu", Language.CUDA, source).text
+    assert text.startswith(
+        b"#include <hip/hip_runtime.h>\n#include <hip/hip_cooperative_groups.h>\n"
+    )

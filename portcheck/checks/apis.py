@@ -132,6 +132,8 @@ def cuda_graphs(ctx: Context) -> None:
     def is_graph_call(use: Use) -> bool:
         if use.kind != "function":
             return False
+        if use.name.startswith(("cudaGraphics", "cuGraphics")):
+            return False  # graphics interop (OpenGL/Vulkan resources), not CUDA graphs
         return use.name in GRAPH_NAMES or use.name.startswith(GRAPH_PREFIXES)
 
     _report_each(

@@ -215,6 +215,23 @@ def _needs_runtime(scan: FileScan) -> bool:
     )
 
 
+HIP_HEADER_INCLUDE = re.compile(
+    rb"^[ \t]*#[ \t]*include[ \t]*[<\"](?:hip|rocwmma|roctracer|rccl|miopen)[^>\"]*[>\"]",
+    re.MULTILINE,
+)
+
+
+def _runtime_include_needed(text: bytes, scan: FileScan) -> bool:
+    """True when hip/hip_runtime.h must be added: the file needs the runtime and does not
+    include it, or includes another HIP header first (ROCm's cooperative-groups and
+    library headers expect the runtime header before them)."""
+    runtime = HIP_RUNTIME_INCLUDE.search(text)
+    first_hip = HIP_HEADER_INCLUDE.search(text)
+    if runtime is None:
+        return _needs_runtime(scan) or first_hip is not None
+    return first_hip is not None and first_hip.start() < runtime.start()
+
+
 def translate_source(
     extractor: Extractor, path: str, language: Language, raw: bytes, add_markers: bool = True
 ) -> Translation:
@@ -240,7 +257,7 @@ def translate_source(
         cursor = end
     output += data[cursor:]
     text = bytes(output)
-    if not HIP_RUNTIME_INCLUDE.search(text) and _needs_runtime(scan):
+    if _runtime_include_needed(text, scan):
         position = _include_position(text)
         text = text[:position] + f"#include <{HIP_RUNTIME_HEADER}>\n".encode() + text[position:]
         result.injected_include = True
