@@ -73,6 +73,17 @@ LIBRARY_PACKAGES: dict[str, tuple[str, str]] = {
     "hipsparse": ("hipSPARSE", "Debian: apt-get install libhipsparse-dev"),
     "rocprim": ("rocPRIM", "Debian: apt-get install librocprim-dev"),
 }
+HIP_NAME_IN_MESSAGE = re.compile(r"'((?:hip|__hip|hipblas|hiprand|hipfft|hipsparse|hipcub)\w*)'")
+QUOTED_NAME = re.compile(r"'(\w+)'")
+
+
+@lru_cache(maxsize=1)
+def _hip_names() -> frozenset[str]:
+    """Every HIP name the rule set maps to (`__shfl_down_sync`, `hipMallocAsync`, …)."""
+    return frozenset(rule.hip for rule in default_rules() if rule.hip)
+
+
+HIP_API_DIFFERENCES = ("undeclared", "no matching function", "no member named", "unknown type")
 # A failure on a line with one of these hazards is explained by it.
 HAZARD_HINTS = {
     "invalid instruction": "inline-ptx",
@@ -293,7 +304,8 @@ def _cache_dir() -> Path:
     return cache_dir() / "compile"
 
 
-def _classify(result: CompileResult, findings: list[Finding], relpath: str) -> None:
+def _classify(result: CompileResult, findings_by_path: dict[str, list[Finding]]) -> None:
+    """Sort a failed build into a class a user can act on; the first matching rule wins."""
     errors = [d for d in result.diagnostics if d.severity in ("error", "fatal error")]
     if result.ok or not errors:
         return
@@ -313,13 +325,16 @@ def _classify(result: CompileResult, findings: list[Finding], relpath: str) -> N
                 result.failure_class = "untranslated-cuda"
                 result.explanation = f"a CUDA header is still included: {name}"
                 return
-    by_line: dict[int, list[Finding]] = {}
-    for finding in findings:
-        by_line.setdefault(finding.span.line, []).append(finding)
+            result.failure_class = "missing-dependency"
+            result.explanation = f"a header that is neither CUDA nor ROCm is missing: {name}"
+            return
+    # A hazard finding on the failing line (in the unit or a header it includes) explains it.
+    by_line: dict[tuple[str, int], list[Finding]] = {}
+    for path_findings in findings_by_path.values():
+        for finding in path_findings:
+            by_line.setdefault((finding.path, finding.span.line), []).append(finding)
     for diagnostic in errors:
-        if diagnostic.path != relpath:
-            continue
-        here = by_line.get(diagnostic.line, [])
+        here = by_line.get((diagnostic.path, diagnostic.line), [])
         hinted = [slug for text, slug in HAZARD_HINTS.items() if text in diagnostic.message]
         explained = [f for f in here if not hinted or f.slug in hinted] or here
         if explained:
@@ -332,6 +347,18 @@ def _classify(result: CompileResult, findings: list[Finding], relpath: str) -> N
         if name and ("undeclared" in diagnostic.message or "unknown type" in diagnostic.message):
             result.failure_class = "untranslated-cuda"
             result.explanation = f"CUDA name left untranslated: {name.group(1)}"
+            return
+    for diagnostic in errors:
+        quoted = QUOTED_NAME.search(diagnostic.message)
+        hip_name = HIP_NAME_IN_MESSAGE.search(diagnostic.message) or (
+            quoted if quoted and quoted.group(1) in _hip_names() else None
+        )
+        if hip_name and any(text in diagnostic.message for text in HIP_API_DIFFERENCES):
+            result.failure_class = "hip-api-difference"
+            result.explanation = (
+                f"{hip_name.group(1)} is missing in this ROCm or differs from its CUDA "
+                f"counterpart: {diagnostic.message}"
+            )
             return
     result.failure_class = "other"
     result.explanation = errors[0].message
@@ -372,6 +399,7 @@ def _map_diagnostics(output: str, units_by_path: dict[str, _Unit]) -> list[Diagn
 
 
 def _compile_one(
+    findings_by_path: dict[str, list[Finding]],
     toolchain: Toolchain,
     unit: _Unit,
     arch: str,
@@ -429,7 +457,7 @@ def _compile_one(
     if not ok and not any(d.severity.endswith("error") for d in result.diagnostics):
         last = [line for line in output.strip().splitlines() if line.strip()][-1:] or ["failed"]
         result.diagnostics.append(Diagnostic(0, 0, "error", last[0], path=unit.relpath))
-    _classify(result, unit.translation.findings if unit.translation else [], unit.relpath)
+    _classify(result, findings_by_path)
     if result.failure_class == "missing-library":
         return result  # installing the library is the fix: do not remember this failure
     try:
@@ -472,6 +500,7 @@ def compile_tree(
     with tempfile.TemporaryDirectory(prefix="portcheck-compile-") as scratch:
         out = Path(scratch)
         units: list[_Unit] = []
+        findings_by_path: dict[str, list[Finding]] = {}
         digest = hashlib.sha256()
         for item in discover(root, exclude):
             if isinstance(item, Skipped):
@@ -493,9 +522,14 @@ def compile_tree(
             if engine == "builtin":
                 translation = translate_source(extractor, item.relpath, item.language, raw)
                 text = translation.text
+                findings_by_path[item.relpath] = translation.findings
             elif engine == "none":
                 text = raw
             else:
+                # Hazards come from the CUDA source, whichever engine translates it.
+                findings_by_path[item.relpath] = extractor.scan_file(
+                    item.relpath, item.language, raw
+                ).findings
                 try:
                     text = run_hipify(engine, item.path)
                 except EngineError:
@@ -546,6 +580,7 @@ def compile_tree(
             futures = {
                 pool.submit(
                     _compile_one,
+                    findings_by_path,
                     toolchain,
                     unit,
                     arch,

@@ -176,3 +176,31 @@ def test_plain_project_headers_are_found_by_includes(tmp_path):
     )
     (result,) = compile_tree(tmp_path, "gfx90a").results
     assert result.ok, result.diagnostics
+
+
+def test_hazard_in_an_included_header_explains_the_failure(tmp_path):
+    (tmp_path / "lane.cuh").write_text(
+        "__device__ unsigned laneId() {\n  unsigned id;\n"
+        '  asm volatile("mov.u32 %0, %%laneid;" : "=r"(id));\n  return id;\n}\n'
+    )
+    (tmp_path / "k.cu").write_text(
+        '#include "lane.cuh"\n__global__ void k(unsigned* x) { x[0] = laneId(); }\n'
+    )
+    (result,) = compile_tree(tmp_path, "gfx90a").results
+    assert not result.ok
+    assert result.failure_class == "port-problem" and result.finding_ids == ["PC003"]
+
+
+def test_hip_api_missing_in_this_rocm_is_its_own_class(tmp_path):
+    # __shfl_down_sync exists in HIP only from ROCm 6.2; Debian's ROCm 5.2 lacks it.
+    (tmp_path / "k.cu").write_text(
+        "__global__ void k(float* x) {\n"
+        "  float v = x[threadIdx.x];\n"
+        "  for (int o = warpSize / 2; o > 0; o /= 2)\n"
+        "    v += __shfl_down_sync(0xffffffffffffffffull, v, o);\n"
+        "  x[threadIdx.x] = v;\n}\n"
+    )
+    (result,) = compile_tree(tmp_path, "gfx90a").results
+    assert not result.ok
+    assert result.failure_class == "hip-api-difference", result.explanation
+    assert "__shfl_down_sync" in result.explanation

@@ -11,6 +11,8 @@ CLASS_TITLE = {
     "missing-library": "ROCm library not installed (not the code's fault)",
     "port-problem": "genuine port problem (see the hazard)",
     "unsupported-target": "target not supported by the installed toolchain",
+    "hip-api-difference": "HIP API missing in this ROCm or different from CUDA's",
+    "missing-dependency": "a non-CUDA dependency is not installed",
     "other": "other",
 }
 
