@@ -34,6 +34,7 @@ from portcheck.translate.builtin import Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
 
 SCHEMA = "portcheck.compile/1"
+CACHE_VERSION = "compile-2"  # bump when diagnostics mapping or classification changes
 TIMEOUT_SECONDS = 300
 DIAGNOSTIC = re.compile(
     r"^(?P<file>[^\n:]+):(?P<line>\d+):(?P<column>\d+): "
@@ -411,7 +412,15 @@ def _compile_one(
     # The scratch folder's name changes every run; the key must not.
     stable_flags = [flag.replace(scratch, "<tree>") for flag in flags]
     key_source = json.dumps(
-        [toolchain.hipcc, toolchain.version, arch, stable_flags, tree_digest, unit.relpath]
+        [
+            CACHE_VERSION,
+            toolchain.hipcc,
+            toolchain.version,
+            arch,
+            stable_flags,
+            tree_digest,
+            unit.relpath,
+        ]
     ).encode()
     key = hashlib.sha256(key_source + unit.translated.read_bytes()).hexdigest()[:32]
     cache_file = _cache_dir() / f"{key}.json"
