@@ -51,8 +51,9 @@ ALWAYS_PRUNED = {".git", ".hg", ".svn"}
 CUDA_MARKERS = re.compile(
     rb"#\s*include\s*[<\"](?:cuda|cu(?:blas|rand|fft|sparse|solver|dnn|Complex|_fp16|_bf16)"
     rb"|nvrtc|nvToolsExt|nvtx3|nccl|thrust/|cub/|cooperative_groups|mma\.h)"
-    rb"|\b(?:cuda|cu)[A-Z]\w*\s*\("
-    rb"|\b(?:cublas|cusparse|cusolver|curand|cufft|cudnn|nccl|nvrtc)[A-Z_]\w*\s*\("
+    rb"|\bcuda[A-Z]\w*|\bcu[A-Z]\w*\s*\(|\bCU(?:device|context|module|function|stream"
+    rb"|event|result|deviceptr)\b"
+    rb"|\b(?:cublas|cusparse|cusolver|curand|cufft|cudnn|nccl|nvrtc)[A-Z_]\w*"
     rb"|__global__|__device__|__host__|__CUDACC__|__CUDA_ARCH__|<<<"
 )
 
