@@ -53,3 +53,18 @@ def pytest_addoption(parser):
 @pytest.fixture
 def update_goldens(request) -> bool:
     return bool(request.config.getoption("--update-goldens"))
+
+
+def run_portcheck(*args, env=None, timeout=120):
+    """The command line as a user runs it: a fresh process, output captured as text."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "portcheck", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )

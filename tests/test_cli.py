@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 import portcheck
 
-from conftest import REPO, SCAN_FIXTURES
+from conftest import REPO, SCAN_FIXTURES, run_portcheck
 
 EXAMPLE = REPO / "examples" / "heatflow"
 
 
-def run(*args, cwd=REPO):
-    return subprocess.run(
-        [sys.executable, "-m", "portcheck", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+run = run_portcheck
 
 
 @pytest.fixture(scope="module")

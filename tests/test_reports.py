@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import portcheck
 from portcheck.checks import catalogue
 from portcheck.report.markdown import render_markdown
 from portcheck.report.sarif import report_to_sarif
 
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, REPO, run_portcheck
 
 EXAMPLE = REPO / "examples" / "heatflow"
 
@@ -44,13 +42,7 @@ def test_markdown_summary_has_scores_hazards_and_locations():
 
 
 def _scan_json(path, *extra):
-    return subprocess.run(
-        [sys.executable, "-m", "portcheck", "scan", str(path), "--format", "json", *extra],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_portcheck("scan", str(path), "--format", "json", *extra)
 
 
 def test_baseline_fails_only_on_new_findings(tmp_path):

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,7 @@ from portcheck.ruleset import default_rules
 from portcheck.translate import TranslateError, translate, translate_source
 from portcheck.translate.hipify import find_tool
 
-from conftest import FIXTURES, REPO, SCAN_FIXTURES
+from conftest import FIXTURES, REPO, SCAN_FIXTURES, run_portcheck
 
 TRANSLATE_FIXTURES = FIXTURES / "translate"
 INPUTS = sorted(p for p in TRANSLATE_FIXTURES.iterdir() if p.suffix in (".cu", ".cpp"))
@@ -137,14 +135,7 @@ def test_single_file_and_diff_mode(tmp_path):
     )
 
 
-def _cli(*args):
-    return subprocess.run(
-        [sys.executable, "-m", "portcheck", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+_cli = run_portcheck
 
 
 def test_cli_translate_reports_changes_and_refuses_bad_output(tmp_path):
