@@ -279,6 +279,15 @@ class Report:
     def lines(self) -> int:
         return sum(f.lines for f in self.files)
 
+    @property
+    def distinct_names(self) -> int:
+        return len({u.name for u in self.uses})
+
+    @property
+    def unknown_names(self) -> int:
+        """Distinct CUDA-looking names the rule set does not know."""
+        return len({u.name for u in self.uses if u.rule is None})
+
     def to_dict(self) -> dict[str, object]:
         from portcheck.report.json import report_to_dict
 

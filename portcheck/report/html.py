@@ -203,8 +203,8 @@ def _counts(report: Report) -> dict[str, int]:
         "skipped": len(report.skipped),
         "lines": report.lines,
         "uses": len(report.uses),
-        "names": len({u.name for u in report.uses}),
-        "unknown_names": len({u.name for u in report.uses if u.rule is None}),
+        "names": report.distinct_names,
+        "unknown_names": report.unknown_names,
         "findings": len(report.findings),
         "kernels": len(report.kernels),
     }

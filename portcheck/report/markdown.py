@@ -26,7 +26,7 @@ def render_markdown(report: Report) -> str:
         hours = effort.get("total_hours", "—") if effort else "—"
         lines.append(f"| {TITLE[target]} | **{report.scores[str(target)]}** / 100 | {hours} h |")
     lines.append("")
-    distinct = len({u.name for u in report.uses})
+    distinct = report.distinct_names
     lines.append(
         f"{len(report.files)} files, {report.lines:,} lines, {len(report.uses):,} CUDA "
         f"uses of {distinct} names, {len(report.findings)} findings, "

@@ -68,7 +68,7 @@ def render_text(report: Report, color: bool = False, width: int = 120) -> str:
 
 
 def _header(console: Console, report: Report) -> None:
-    distinct = len({u.name for u in report.uses})
+    distinct = report.distinct_names
     console.print(
         f"[bold]portcheck {report.tool_version}[/bold] — {report.root}\n"
         f"{len(report.files)} files, {report.lines:,} lines scanned in {report.seconds:.2f} s · "
