@@ -9,13 +9,17 @@ device helper is then attributed to every kernel that reaches the helper.
 from __future__ import annotations
 
 from collections.abc import Iterable
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from portcheck.checks import FunctionInfo
 
+if TYPE_CHECKING:
+    import networkx as nx
+
 
 def build_call_graph(functions: Iterable[FunctionInfo]) -> nx.DiGraph:
+    import networkx as nx  # imported when a scan needs it, not at start-up
+
     graph = nx.DiGraph()
     defined: dict[str, FunctionInfo] = {}
     for fn in functions:
@@ -31,6 +35,8 @@ def build_call_graph(functions: Iterable[FunctionInfo]) -> nx.DiGraph:
 
 def kernels_reaching(graph: nx.DiGraph) -> dict[str, tuple[str, ...]]:
     """function name -> the kernels whose execution can reach it (itself included)."""
+    import networkx as nx
+
     reach: dict[str, set[str]] = {}
     for name, data in graph.nodes(data=True):
         if not data.get("kernel"):

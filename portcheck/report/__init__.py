@@ -5,13 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from portcheck.model import Report
-from portcheck.report.html import render_html
 from portcheck.report.json import render_json
 from portcheck.report.markdown import render_markdown
 from portcheck.report.sarif import render_sarif
 from portcheck.report.text import render_text
 
 Formatter = Callable[[Report], str]
+
+
+def render_html(report: Report) -> str:
+    """The HTML report (Jinja2 is imported only when it is asked for)."""
+    from portcheck.report.html import render_html as render
+
+    return render(report)
+
 
 FORMATTERS: dict[str, Formatter] = {
     "text": render_text,
