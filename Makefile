@@ -30,8 +30,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check portcheck tests tools
 	$(VENV)/bin/mypy
 
+# Real trees to time as well, e.g. make bench BENCH_TREES=/path/to/cuda-samples
+BENCH_TREES ?= examples/heatflow
 bench: $(STAMP)
-	$(PY) benchmarks/bench_scan.py
+	$(PY) benchmarks/bench_scan.py $(BENCH_TREES) --markdown
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .mypy_cache
