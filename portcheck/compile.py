@@ -371,6 +371,32 @@ class _Unit:
     translated: Path  # the file hipcc compiles
     translation: Translation | None
     original_text: list[str]
+    translated_text: list[str] = field(default_factory=list)
+    _line_map: dict[int, int] | None = None
+
+    def original_line(self, line: int) -> int:
+        """The CUDA line a line of the compiled file came from. The built-in engine keeps
+        an exact map; for an external engine's output the two texts are aligned."""
+        if self.translation is not None:
+            return self.translation.original_line(line)
+        if self._line_map is None:
+            self._line_map = _align_lines(self.translated_text, self.original_text)
+        return self._line_map.get(line, line)
+
+
+def _align_lines(translated: list[str], original: list[str]) -> dict[int, int]:
+    """1-based translated line -> original line, from difflib's alignment. Within a changed
+    block lines pair up in order; lines an engine added are taken to come first."""
+    import difflib
+
+    mapping: dict[int, int] = {}
+    matcher = difflib.SequenceMatcher(a=translated, b=original, autojunk=False)
+    for _tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        grown = (i2 - i1) - (j2 - j1)  # lines the engine added in this block (hipify's include)
+        for offset in range(i2 - i1):
+            source = j1 + offset - max(grown, 0)
+            mapping[i1 + offset + 1] = min(max(source, j1), max(j2 - 1, j1)) + 1
+    return mapping
 
 
 def _map_diagnostics(output: str, units_by_path: dict[str, _Unit]) -> list[Diagnostic]:
@@ -390,7 +416,7 @@ def _map_diagnostics(output: str, units_by_path: dict[str, _Unit]) -> list[Diagn
             path=match.group("file"),
         )
         if unit is not None:
-            original = unit.translation.original_line(line) if unit.translation else line
+            original = unit.original_line(line)
             diagnostic.line = original
             diagnostic.path = unit.relpath
             if 0 < original <= len(unit.original_text):
@@ -548,7 +574,10 @@ def compile_tree(
             target.write_bytes(text)
             digest.update(item.relpath.encode() + text)
             original = raw.decode("utf-8", "replace").splitlines()
-            units.append(_Unit(item.relpath, target, translation, original))
+            translated_lines = (
+                [] if translation is not None else text.decode("utf-8", "replace").splitlines()
+            )
+            units.append(_Unit(item.relpath, target, translation, original, translated_lines))
         # Headers are translated too, so that includes resolve to HIP; only sources compile.
         compiled = [
             u

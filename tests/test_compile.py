@@ -204,3 +204,21 @@ def test_hip_api_missing_in_this_rocm_is_its_own_class(tmp_path):
     assert not result.ok
     assert result.failure_class == "hip-api-difference", result.explanation
     assert "__shfl_down_sync" in result.explanation
+
+
+def test_external_engine_output_lines_map_back_to_the_cuda_source():
+    from portcheck.compile import _align_lines
+
+    # hipify-perl adds its include on line 1 and renames in place.
+    translated = [
+        '#include "hip/hip_runtime.h"',
+        "#include <hip/hip_runtime.h>",
+        "int x = hipMalloc();",
+        'asm("mov.u32 %0, %%laneid;");',
+    ]
+    original = [
+        "#include <cuda_runtime.h>",
+        "int x = cudaMalloc();",
+        'asm("mov.u32 %0, %%laneid;");',
+    ]
+    assert _align_lines(translated, original) == {1: 1, 2: 1, 3: 2, 4: 3}
