@@ -206,3 +206,16 @@ def test_runtime_header_goes_before_other_hip_headers():
     assert text.startswith(
         b"#include <hip/hip_runtime.h>\n#include <hip/hip_cooperative_groups.h>\n"
     )
+
+
+def test_cuda_header_hip_does_not_need_is_commented_out_in_place():
+    # Visual Studio's CUDA template includes device_launch_parameters.h; HIP has no such file.
+    source = (
+        b'#include "cuda_runtime.h"\n#include "device_launch_parameters.h"\n'
+        b"__global__ void k(int* x) { x[threadIdx.x] = 0; }\n"
+    )
+    text = translate_source(Extractor(default_rules()), "k.cu", Language.CUDA, source).text
+    assert text.splitlines()[:2] == [
+        b'#include "hip/hip_runtime.h"',
+        b'// #include "device_launch_parameters.h"',
+    ]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from portcheck.checks.device import ARCH_COMPARISON
 from portcheck.extract import ASM_NAME, LAUNCH_NAME, Extractor, FileScan
-from portcheck.model import Finding, Language, Use
+from portcheck.model import Finding, Language, Status, Use
 
 HIP_RUNTIME_HEADER = "hip/hip_runtime.h"
 HIP_RUNTIME_INCLUDE = re.compile(
@@ -112,13 +112,19 @@ def _duplicate_includes(
     uses: list[Use], edits: list[tuple[int, int, str]], data: bytes
 ) -> list[tuple[int, int, str]]:
     """Comment out an include that translation made a duplicate of an earlier one
-    (`cuda.h` and `cuda_runtime.h` both become `hip/hip_runtime.h`); the line stays,
-    so line numbers do too."""
+    (`cuda.h` and `cuda_runtime.h` both become `hip/hip_runtime.h`), or of a header HIP
+    does not need; the line stays, so line numbers do too."""
     renamed = {start: text for start, _, text in edits}
     seen: set[str] = set()
     extra = []
     for use in uses:
         if use.kind != "header":
+            continue
+        rule = use.rule
+        if rule is not None and rule.hip is None and rule.status.hip is Status.SUPPORTED:
+            # A CUDA header HIP needs no counterpart for (device_launch_parameters.h).
+            line_start = data.rfind(b"\n", 0, use.span.start_byte) + 1
+            extra.append((line_start, line_start, "// "))
             continue
         written = data[use.span.start_byte + 1 : use.span.end_byte - 1].decode(errors="replace")
         final = renamed.get(use.span.start_byte + 1, written)
