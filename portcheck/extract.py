@@ -26,7 +26,6 @@ from portcheck.parse import count_lines, decode_source, parse_cuda
 from portcheck.parse.treesitter import STRUCTURE_QUERY
 from portcheck.ruleset import RuleSet
 
-TOKEN = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 # `#define NAME`: read lexically too, because multi-line macros with aligned
 # backslashes are where the grammar most often gives up (an ERROR node).
 MACRO_DEFINITION = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
@@ -230,7 +229,6 @@ class Extractor:
                     self.children.setdefault("::".join(parts[: i - 1]), set()).add(
                         parts[i - 1].encode()
                     )
-        self.start_tokens = frozenset(s.encode() for s in starts if s.isidentifier())
         # One C-level regex proposes candidates: known first tokens, or CUDA-shaped names.
         # Names that CUDA_SHAPE already matches need no place in the trie.
         known = trie_pattern(
@@ -249,11 +247,6 @@ class Extractor:
             if rule is not None:
                 return candidate, rule
         return name, None
-
-    def _is_candidate(self, token: bytes, local: set[bytes] | dict[bytes, str]) -> bool:
-        if token in self.start_tokens or token in local:
-            return True
-        return CUDA_SHAPE.fullmatch(token.decode()) is not None
 
     # -- the scan ---------------------------------------------------------------------
 

@@ -60,7 +60,7 @@ def scan(
 ) -> Report:
     """Scan a CUDA file or source tree and return its Report.
 
-    >>> report = scan("examples/saxpy-lab")          # doctest: +SKIP
+    >>> report = scan("examples/heatflow")           # doctest: +SKIP
     >>> report.scores["hip"], len(report.uses)        # doctest: +SKIP
     """
     started = time.perf_counter()
