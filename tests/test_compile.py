@@ -8,14 +8,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
 from portcheck.compile import CompileError, compile_tree, find_toolchain
 
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES, run_portcheck
 
 COMPILE_FIXTURES = FIXTURES / "compile"
 
@@ -93,22 +91,8 @@ def test_rerun_comes_from_the_cache(tmp_path, monkeypatch):
 def test_cli_compile_json_and_scan_compile(tmp_path):
     shutil.copy(COMPILE_FIXTURES / "inline_ptx.cu", tmp_path)
     shutil.copy(COMPILE_FIXTURES / "saxpy.cu", tmp_path)
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "portcheck",
-            "compile",
-            str(tmp_path),
-            "--offload-arch",
-            "gfx90a",
-            "--format",
-            "json",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    run = run_portcheck(
+        "compile", str(tmp_path), "--offload-arch", "gfx90a", "--format", "json", timeout=600
     )
     assert run.returncode == 1  # one unit fails
     doc = json.loads(run.stdout)
@@ -120,44 +104,24 @@ def test_cli_compile_json_and_scan_compile(tmp_path):
     }
     for result in doc["results"]:
         assert {"path", "arch", "ok", "seconds", "diagnostics"} <= set(result)
-    scan = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "portcheck",
-            "scan",
-            str(tmp_path),
-            "--compile",
-            "--offload-arch",
-            "gfx90a",
-            "--format",
-            "json",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
+    scan = run_portcheck(
+        "scan",
+        str(tmp_path),
+        "--compile",
+        "--offload-arch",
+        "gfx90a",
+        "--format",
+        "json",
         timeout=600,
     )
     assert scan.returncode == 0, scan.stderr
     assert len(json.loads(scan.stdout)["compile"]) == 2
 
 
-def test_no_hipcc_is_a_clear_message(tmp_path, monkeypatch):
+def test_no_hipcc_is_a_clear_message(tmp_path):
     env = dict(os.environ, PATH="/nonexistent", ROCM_PATH=str(tmp_path))
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "portcheck",
-            "compile",
-            str(COMPILE_FIXTURES / "saxpy.cu"),
-            "--offload-arch",
-            "gfx90a",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env=env,
+    run = run_portcheck(
+        "compile", str(COMPILE_FIXTURES / "saxpy.cu"), "--offload-arch", "gfx90a", env=env
     )
     if shutil.which("hipcc", path="/opt/rocm/bin"):
         pytest.skip("a ROCm install in /opt/rocm is always found")
