@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import pickle
 import sqlite3
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -29,8 +30,11 @@ from portcheck.resources import cache_dir
 from portcheck.ruleset import RuleSet
 
 CACHE_VERSION = "scan-1"  # bump when extraction or checks change what they produce
-BATCH_FILES = 256
 MIN_FILES_FOR_POOL = 16
+CHUNK_FILES = 8  # files per task sent to a worker...
+CHUNK_BYTES = 256 * 1024  # ...or fewer when they are large
+WINDOW_CHUNKS = 4  # chunks in flight per worker before the parent waits
+CACHE_WRITE_BATCH = 512
 
 _worker_extractor: Extractor | None = None
 
@@ -64,11 +68,11 @@ def _from_wire(payload: bytes, rules: RuleSet) -> FileScan:
     return scan
 
 
-def _scan_job(job: tuple[str, Language, bytes]) -> bytes:
-    """Runs in a worker process (or in-process for small scans)."""
+def _scan_chunk(jobs: list[tuple[str, Language, bytes]]) -> list[bytes]:
+    """Runs in a worker process: scans a chunk of files."""
     assert _worker_extractor is not None
-    relpath, language, data = job
-    return _to_wire(_worker_extractor.scan_file(relpath, language, data))
+    scan_file = _worker_extractor.scan_file
+    return [_to_wire(scan_file(relpath, language, data)) for relpath, language, data in jobs]
 
 
 class ScanCache:
@@ -133,57 +137,109 @@ def scan_candidates(
     cache: ScanCache | None = None,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> Iterator[FileScan | Skipped]:
-    """FileScans (and Skipped for unreadable files) in the candidates' order."""
+    """FileScans (and Skipped for unreadable files) in the candidates' order.
+
+    With a pool, chunks of files are submitted as soon as they are read and at most
+    WINDOW_CHUNKS per worker are in flight, so the workers never wait for the parent and
+    memory stays bounded however large the tree is; results are yielded in order.
+    """
     global _worker_extractor
     _worker_extractor = extractor
     workers = max(1, jobs or os.cpu_count() or 1)
+    use_pool = workers > 1 and len(candidates) >= MIN_FILES_FOR_POOL
     pool: Any = None
     done = 0
+    # One slot per candidate, in order: [candidate, result or _Pending].
+    slots: deque[list[Any]] = deque()
+    chunk: list[tuple[str, Language, bytes]] = []
+    chunk_slots: list[list[Any]] = []
+    chunk_bytes = 0
+    in_flight: deque[Any] = deque()  # submitted chunks not yet consumed, oldest first
+    fresh: list[tuple[str, bytes]] = []
+
+    def flush() -> None:
+        nonlocal chunk, chunk_slots, chunk_bytes, pool
+        if not chunk:
+            return
+        if pool is None:
+            pool = _make_pool(workers)
+        future = pool.apply_async(_scan_chunk, (chunk,))
+        in_flight.append(future)
+        for position, slot in enumerate(chunk_slots):
+            slot[1] = _Pending(future, position, slot[1], last=position == len(chunk) - 1)
+        chunk, chunk_slots, chunk_bytes = [], [], 0
+
+    def drain(limit: int) -> Iterator[FileScan | Skipped]:
+        """Yield finished results from the front; wait while more than `limit` chunks fly."""
+        nonlocal done
+        while slots:
+            candidate, state = slots[0]
+            if isinstance(state, _Pending):
+                if len(in_flight) <= limit and not state.future.ready():
+                    break
+                payload = state.future.get()[state.position]
+                result: FileScan | Skipped | None = _from_wire(payload, extractor.rules)
+                fresh.append((state.key, payload))
+                if state.last:
+                    in_flight.popleft()
+            elif isinstance(state, str):
+                break  # read, waiting for its chunk to be submitted
+            else:
+                result = state
+            slots.popleft()
+            done += 1
+            if progress is not None:
+                progress(done, len(candidates), candidate.relpath)
+            if result is not None:
+                yield result
+        if cache is not None and len(fresh) >= CACHE_WRITE_BATCH:
+            cache.put_many(fresh)
+            fresh.clear()
+
     try:
-        for start in range(0, len(candidates), BATCH_FILES):
-            batch = candidates[start : start + BATCH_FILES]
-            results: list[FileScan | Skipped | None] = [None] * len(batch)
-            pending: list[tuple[int, str, tuple[str, Language, bytes]]] = []
-            for index, candidate in enumerate(batch):
-                data = read_candidate(candidate)
-                if data is None or isinstance(data, Skipped):
-                    results[index] = data
-                    continue
+        for candidate in candidates:
+            data = read_candidate(candidate)
+            if data is None or isinstance(data, Skipped):
+                slots.append([candidate, data])
+            else:
                 key = _key(extractor, candidate.relpath, candidate.language, data)
                 payload = cache.get(key) if cache is not None else None
                 if payload is not None:
-                    results[index] = _from_wire(payload, extractor.rules)
-                else:
-                    pending.append((index, key, (candidate.relpath, candidate.language, data)))
-            if workers > 1 and pool is None and len(candidates) >= MIN_FILES_FOR_POOL and pending:
-                pool = _make_pool(workers)
-            jobs_only = [job for _, _, job in pending]
-            fresh = []
-            if pool is not None:
-                chunk = max(1, len(jobs_only) // (workers * 4))
-                for (index, key, _), payload in zip(
-                    pending, pool.map(_scan_job, jobs_only, chunksize=chunk), strict=True
-                ):
-                    results[index] = _from_wire(payload, extractor.rules)
-                    fresh.append((key, payload))
-            else:  # in-process: no round trip through pickle unless the cache wants it
-                for index, key, (relpath, language, data) in pending:
-                    scanned = extractor.scan_file(relpath, language, data)
-                    results[index] = scanned
+                    slots.append([candidate, _from_wire(payload, extractor.rules)])
+                elif use_pool:
+                    slot = [candidate, key]  # the key stands in until the chunk is submitted
+                    slots.append(slot)
+                    chunk.append((candidate.relpath, candidate.language, data))
+                    chunk_slots.append(slot)
+                    chunk_bytes += len(data)
+                    if len(chunk) >= CHUNK_FILES or chunk_bytes >= CHUNK_BYTES:
+                        flush()
+                else:  # in-process: no round trip through pickle unless the cache wants it
+                    scanned = extractor.scan_file(candidate.relpath, candidate.language, data)
+                    slots.append([candidate, scanned])
                     if cache is not None:
                         fresh.append((key, _to_wire(scanned)))
-            if cache is not None:
-                cache.put_many(fresh)
-            for candidate, result in zip(batch, results, strict=True):
-                done += 1
-                if progress is not None:
-                    progress(done, len(candidates), candidate.relpath)
-                if result is not None:
-                    yield result
+            yield from drain(WINDOW_CHUNKS * workers)
+        flush()
+        yield from drain(-1)
+        if cache is not None:
+            cache.put_many(fresh)
     finally:
         if pool is not None:
             pool.close()
             pool.join()
+
+
+class _Pending:
+    """A file whose result is the `position`-th payload of a submitted chunk."""
+
+    __slots__ = ("future", "key", "last", "position")
+
+    def __init__(self, future: Any, position: int, key: str, *, last: bool) -> None:
+        self.future = future
+        self.position = position
+        self.key = key
+        self.last = last
 
 
 def _make_pool(workers: int) -> Any:

@@ -138,10 +138,13 @@ def guess_family(name: str) -> str:
     return "runtime"
 
 
+_NEEDS_STRIPPING = re.compile(r"[<\s]")
+
+
 def strip_template_args(text: str) -> str:
     """`cub::BlockReduce<float, 256>::TempStorage` -> `cub::BlockReduce::TempStorage`."""
-    if "<" not in text and not any(c.isspace() for c in text):
-        return text  # the common case, without a regex
+    if _NEEDS_STRIPPING.search(text) is None:
+        return text  # the common case
     text = re.sub(r"\s+", "", text)
     previous = None
     while previous != text:

@@ -130,3 +130,11 @@ def test_parallel_and_cached_scans_equal_a_serial_one(tmp_path, monkeypatch):
     assert document(jobs=2, cache=False) == serial
     assert document(jobs=2, cache=True) == serial  # fills the cache
     assert document(jobs=2, cache=True) == serial  # served from it
+
+    # Cached and fresh files interleaved: edit every other file of one part.
+    edited = sorted((tree / "part1").iterdir())[::2]
+    for path in edited:
+        path.write_bytes(path.read_bytes() + b"\n__global__ void added(int *p) { p[0] = 1; }\n")
+    mixed = document(jobs=2, cache=True)
+    assert mixed == document(jobs=1, cache=False)
+    assert mixed["summary"]["lines"] > serial["summary"]["lines"]  # the edits were seen
