@@ -162,6 +162,7 @@ def scan_candidates(
         if not chunk:
             return
         if pool is None:
+            extractor.prepare()
             pool = _make_pool(workers)
         future = pool.apply_async(_scan_chunk, (chunk,))
         in_flight.append(future)

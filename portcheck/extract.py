@@ -17,6 +17,7 @@ import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from tree_sitter import Node, QueryCursor
 
@@ -216,28 +217,49 @@ class Extractor:
     def __init__(self, rules: RuleSet, ignore: frozenset[str] = frozenset()) -> None:
         self.rules = rules
         self.ignore = ignore  # hazard slugs not to check
-        # Every name that can start a known construct: plain names and the first
-        # segment of qualified ones (`thrust` for `thrust::sort`).
-        self.qualified_prefixes: set[str] = set()
-        self.children: dict[str, set[bytes]] = {}
+
+    # The lookup tables are built on first use: a re-scan served from the cache needs none.
+
+    @cached_property
+    def _name_tables(self) -> tuple[set[str], dict[str, set[bytes]], set[str]]:
+        """Every name that can start a known construct: plain names and the first
+        segment of qualified ones (`thrust` for `thrust::sort`), every prefix of a
+        qualified name, and each namespace's direct children."""
+        qualified_prefixes: set[str] = set()
+        children: dict[str, set[bytes]] = {}
         starts: set[str] = set()
-        for rule in rules:
+        for rule in self.rules:
             if rule.kind == "header":
                 continue
             parts = rule.cuda.split("::")
             starts.add(parts[0])
             for i in range(1, len(parts) + 1):
-                self.qualified_prefixes.add("::".join(parts[:i]))
+                qualified_prefixes.add("::".join(parts[:i]))
                 if i > 1:  # `nvcuda::wmma` -> after `using namespace nvcuda;`, `wmma` is a name
-                    self.children.setdefault("::".join(parts[: i - 1]), set()).add(
-                        parts[i - 1].encode()
-                    )
-        # One C-level regex proposes candidates: known first tokens, or CUDA-shaped names.
-        # Names that CUDA_SHAPE already matches need no place in the trie.
+                    children.setdefault("::".join(parts[: i - 1]), set()).add(parts[i - 1].encode())
+        return qualified_prefixes, children, starts
+
+    @property
+    def qualified_prefixes(self) -> set[str]:
+        return self._name_tables[0]
+
+    @property
+    def children(self) -> dict[str, set[bytes]]:
+        return self._name_tables[1]
+
+    @cached_property
+    def candidates(self) -> re.Pattern[bytes]:
+        """One C-level regex proposes candidates: known first tokens, or CUDA-shaped
+        names. Names that CUDA_SHAPE already matches need no place in the trie."""
+        starts = self._name_tables[2]
         known = trie_pattern(
             sorted(s for s in starts if s.isidentifier() and not CUDA_SHAPE.fullmatch(s))
         )
-        self.candidates = re.compile(rf"\b(?:(?:{known})\b|(?:{CUDA_SHAPE.pattern}))".encode())
+        return re.compile(rf"\b(?:(?:{known})\b|(?:{CUDA_SHAPE.pattern}))".encode())
+
+    def prepare(self) -> None:
+        """Build the lookup tables now (before worker processes fork, so they inherit them)."""
+        _ = self.candidates
 
     # -- classification ---------------------------------------------------------------
 

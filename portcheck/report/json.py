@@ -11,6 +11,8 @@ from collections.abc import Iterable, Iterator
 from portcheck.model import Finding, Report
 
 SCHEMA = "portcheck.report/1"
+_encode = json.JSONEncoder(ensure_ascii=False).encode  # built once: json.dumps rebuilds it per call
+BATCH = 512  # list entries per piece of text yielded
 
 
 def _head(report: Report) -> dict[str, object]:
@@ -79,11 +81,18 @@ def iter_json(report: Report) -> Iterator[str]:
         first = False
     for key, items in _lists(report).items():
         yield f",\n  {json.dumps(key)}: ["
-        separator = "\n    "
+        empty = True
+        batch: list[str] = []
         for item in items:
-            yield separator + json.dumps(item, ensure_ascii=False)
-            separator = ",\n    "
-        yield "\n  ]" if separator != "\n    " else "]"
+            batch.append(_encode(item))
+            if len(batch) == BATCH:
+                yield ("\n    " if empty else ",\n    ") + ",\n    ".join(batch)
+                empty = False
+                batch.clear()
+        if batch:
+            yield ("\n    " if empty else ",\n    ") + ",\n    ".join(batch)
+            empty = False
+        yield "]" if empty else "\n  ]"
     if report.compile_results:
         hipcc = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
         yield f',\n  "hipcc": {json.dumps(hipcc)}'
