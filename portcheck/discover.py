@@ -85,12 +85,36 @@ class Candidate:
     needs_cuda_check: bool  # a C/C++ file: scanned only if it turns out to use CUDA
 
 
-def classify_name(name: str) -> tuple[Language | None, bool]:
-    """Language of a file by its name, and whether it needs a CUDA content check."""
+MANIFEST_NAMES = {
+    "pyproject.toml": Language.PYPROJECT,
+    "setup.cfg": Language.SETUP_CFG,
+}
+# requirements.txt, requirements-dev.txt, dev-requirements.in, constraints.txt, requirements/*.txt
+REQUIREMENTS_NAME = re.compile(r"(?:.*[-_.])?(?:requirements|constraints)(?:[-_.].*)?\.(?:txt|in)")
+CONDA_NAME = re.compile(r"environment(?:[-_.].*)?\.ya?ml|conda(?:[-_.].*)?\.ya?ml")
+# A .py file is read when it mentions a GPU framework or CUDA at all.
+PYTHON_MARKER = re.compile(
+    rb"cuda|torch|cupy|numba|nvidia|tensorrt|triton|cudnn|nvtx|jax|CUDAExtension", re.I
+)
+
+
+def classify_name(name: str, parent: str = "") -> tuple[Language | None, bool]:
+    """Language of a file by its name (and its folder's), and whether it needs a content
+    check (C/C++: does it use CUDA? Python: does it touch a GPU framework?)."""
     lower = name.lower()
     if lower in BUILD_NAMES:
         return BUILD_NAMES[lower], False
+    if lower in MANIFEST_NAMES:
+        return MANIFEST_NAMES[lower], False
+    if REQUIREMENTS_NAME.fullmatch(lower) or (
+        parent.lower() == "requirements" and lower.endswith((".txt", ".in"))
+    ):
+        return Language.REQUIREMENTS, False
+    if CONDA_NAME.fullmatch(lower):
+        return Language.CONDA, False
     suffix = os.path.splitext(lower)[1]
+    if suffix == ".py":
+        return Language.PYTHON, True
     if suffix in CUDA_SUFFIXES:
         return CUDA_SUFFIXES[suffix], False
     if suffix in BUILD_SUFFIXES:
@@ -212,7 +236,9 @@ def _consider_file(
     root: str, path: str, max_bytes: int, named: bool
 ) -> Iterator[Candidate | Skipped]:
     relpath = _rel(root, path) or os.path.basename(path)
-    language, needs_check = classify_name(os.path.basename(path))
+    language, needs_check = classify_name(
+        os.path.basename(path), os.path.basename(os.path.dirname(path))
+    )
     if language is None:
         if not named:
             return
@@ -244,6 +270,10 @@ def read_candidate(candidate: Candidate) -> bytes | Skipped | None:
         return Skipped(candidate.relpath, f"unreadable: {exc.strerror or exc}")
     if _looks_binary(data):
         return Skipped(candidate.relpath, "binary file (contains NUL bytes)")
-    if candidate.needs_cuda_check and not looks_like_cuda(data):
-        return None
+    if candidate.needs_cuda_check:
+        if candidate.language is Language.PYTHON:
+            if PYTHON_MARKER.search(data) is None:
+                return None
+        elif not looks_like_cuda(data):
+            return None
     return data

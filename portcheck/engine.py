@@ -26,10 +26,11 @@ from typing import Any
 from portcheck.discover import Candidate, read_candidate
 from portcheck.extract import Extractor, FileScan
 from portcheck.model import Language, Skipped, Use
+from portcheck.python.rules import python_rules_digest
 from portcheck.resources import cache_dir
 from portcheck.ruleset import RuleSet
 
-CACHE_VERSION = "scan-1"  # bump when extraction or checks change what they produce
+CACHE_VERSION = "scan-2"  # bump when extraction or checks change what they produce
 MIN_FILES_FOR_POOL = 16
 CHUNK_FILES = 8  # files per task sent to a worker...
 CHUNK_BYTES = 256 * 1024  # ...or fewer when they are large
@@ -120,6 +121,7 @@ def _key(extractor: Extractor, relpath: str, language: Language, data: bytes) ->
     for part in (
         CACHE_VERSION,
         extractor.rules.digest,
+        python_rules_digest(),
         ",".join(sorted(extractor.ignore)),
         relpath,
         str(language),

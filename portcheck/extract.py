@@ -22,7 +22,18 @@ from functools import cached_property
 from tree_sitter import Node, QueryCursor
 
 from portcheck.checks import Context, FunctionInfo, run_checks
-from portcheck.model import ApiRule, Finding, Kernel, Language, Span, Use
+from portcheck.model import (
+    ApiRule,
+    Dependency,
+    Extension,
+    Finding,
+    Kernel,
+    Language,
+    PyFinding,
+    PyUse,
+    Span,
+    Use,
+)
 from portcheck.parse import count_lines, decode_source, parse_cuda
 from portcheck.parse.treesitter import STRUCTURE_QUERY
 from portcheck.ruleset import RuleSet
@@ -130,6 +141,11 @@ class FileScan:
     parse_errors: int = 0
     findings: list[Finding] = field(default_factory=list)
     functions: list[FunctionInfo] = field(default_factory=list)
+    # Python files and manifests (portcheck.python)
+    dependencies: list[Dependency] = field(default_factory=list)
+    py_uses: list[PyUse] = field(default_factory=list)
+    py_findings: list[PyFinding] = field(default_factory=list)
+    extensions: list[Extension] = field(default_factory=list)
 
 
 def guess_family(name: str) -> str:
@@ -278,6 +294,11 @@ class Extractor:
     def scan_file(self, path: str, language: Language, raw: bytes) -> FileScan:
         data, encoding = decode_source(raw)
         result = FileScan(path, language, count_lines(data), encoding)
+        if language.is_python:
+            from portcheck.python.code import scan_python
+
+            scan_python(self, result, data)
+            return result
         if not language.is_source:
             index = _LineIndex(data)
             ctx = Context(path, language, data, None, [], index.span, lambda offset: False)

@@ -57,11 +57,36 @@ class Language(StrEnum):
     CMAKE = "cmake"
     MAKE = "make"
     PYTHON = "python"
+    # Python dependency manifests
+    REQUIREMENTS = "requirements"  # requirements*.txt, constraints*.txt
+    PYPROJECT = "pyproject"  # pyproject.toml
+    SETUP_CFG = "setup-cfg"  # setup.cfg
+    CONDA = "conda"  # environment.yml
 
     @property
     def is_source(self) -> bool:
         """True for languages whose code is parsed for CUDA uses."""
         return self in (Language.CUDA, Language.CPP, Language.C)
+
+    @property
+    def is_python(self) -> bool:
+        """Python sources and dependency manifests (the Python section of a report)."""
+        return self in PYTHON_LANGUAGES
+
+
+PYTHON_LANGUAGES = frozenset(
+    {Language.PYTHON, Language.REQUIREMENTS, Language.PYPROJECT, Language.SETUP_CFG, Language.CONDA}
+)
+
+
+class Route(StrEnum):
+    """The routes for Python code (the Python section of a report)."""
+
+    ROCM = "rocm"  # ROCm builds of PyTorch and ROCm wheels of GPU packages (Linux)
+    DIRECTML = "directml"  # torch-directml: Windows/WSL, any DirectX 12 GPU
+
+
+ROUTES: tuple[Route, ...] = (Route.ROCM, Route.DIRECTML)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +119,158 @@ class Verdicts(_FastPickle):
 
 
 UNKNOWN_VERDICTS = Verdicts(Status.UNKNOWN, Status.UNKNOWN, Status.UNKNOWN)
+
+
+@dataclass(frozen=True, slots=True)
+class RouteVerdicts(_FastPickle):
+    """One status per Python route."""
+
+    rocm: Status
+    directml: Status
+
+    def __getitem__(self, route: str) -> Status:
+        value: Status = getattr(self, route)
+        return value
+
+    def to_dict(self) -> dict[str, str]:
+        return {"rocm": str(self.rocm), "directml": str(self.directml)}
+
+
+UNKNOWN_ROUTES = RouteVerdicts(Status.UNKNOWN, Status.UNKNOWN)
+
+
+@dataclass(frozen=True, slots=True)
+class PyRule(_FastPickle):
+    """What a Python package or API does on each Python route, and the source of that."""
+
+    name: str  # a normalised package name (`cupy-cuda12x`) or a dotted API (`torch.version.cuda`)
+    kind: str  # "package" or "api"
+    match: str  # "exact" or "prefix" (packages: `nvidia-` covers every NVIDIA runtime wheel)
+    status: RouteVerdicts
+    note: str
+    source: str
+    replacement: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "match": self.match,
+            "status": self.status.to_dict(),
+            "replacement": self.replacement,
+            "note": self.note,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Dependency(_FastPickle):
+    """One requirement in a dependency manifest."""
+
+    name: str  # normalised (PEP 503): lower case, runs of `-_.` as `-`
+    spec: str  # as written (`cupy-cuda12x>=13`)
+    path: str
+    line: int
+    manifest: Language
+    rule: PyRule | None
+
+    @property
+    def status(self) -> RouteVerdicts:
+        return self.rule.status if self.rule else UNKNOWN_ROUTES
+
+    def to_dict(self) -> dict[str, object]:
+        rule = self.rule
+        return {
+            "name": self.name,
+            "spec": self.spec,
+            "path": self.path,
+            "line": self.line,
+            "manifest": str(self.manifest),
+            "status": self.status.to_dict(),
+            "replacement": rule.replacement if rule else None,
+            "note": rule.note if rule else "not in portcheck's package list",
+            "source": rule.source if rule else None,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PyUse(_FastPickle):
+    """One use of a GPU-related Python API (`torch.cuda.is_available`)."""
+
+    name: str  # the dotted name, with import aliases resolved
+    path: str
+    span: Span
+    rule: PyRule  # the rule of the longest known prefix
+
+    @property
+    def status(self) -> RouteVerdicts:
+        return self.rule.status
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "api": self.rule.name,
+            "path": self.path,
+            "line": self.span.line,
+            "column": self.span.column,
+            "status": self.status.to_dict(),
+            "note": self.rule.note,
+            "source": self.rule.source,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PyFinding(_FastPickle):
+    """A Python-level problem on a Python route (`torch.version.cuda` is None on ROCm)."""
+
+    id: str
+    slug: str
+    severity: Severity
+    path: str
+    span: Span
+    message: str
+    targets: RouteVerdicts
+    help_url: str = ""
+    fix: str = ""
+    fingerprint: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "id": self.id,
+            "slug": self.slug,
+            "severity": self.severity.name.lower(),
+            "path": self.path,
+            "line": self.span.line,
+            "column": self.span.column,
+            "message": self.message,
+            "targets": self.targets.to_dict(),
+            "help_url": self.help_url,
+            "fix": self.fix,
+            "fingerprint": self.fingerprint,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Extension(_FastPickle):
+    """CUDA code a Python file builds or compiles at run time: a CUDAExtension or
+    `cpp_extension.load` (its .cu sources), or a CuPy/`load_inline` kernel string."""
+
+    kind: str  # "CUDAExtension", "load", "load_inline", "RawKernel", …
+    path: str
+    line: int
+    sources: tuple[str, ...] = ()  # files it names, relative to the root when found
+    missing: tuple[str, ...] = ()  # files it names that are not in the scanned tree
+    scanned_lines: int = 0  # lines of an inline kernel string scanned as CUDA
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "line": self.line,
+            "sources": list(self.sources),
+            "missing": list(self.missing),
+            "scanned_lines": self.scanned_lines,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +435,36 @@ class FileSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class PythonSection:
+    """What a scan found in Python code and dependency manifests, judged per Python route."""
+
+    dependencies: tuple[Dependency, ...]
+    uses: tuple[PyUse, ...]
+    findings: tuple[PyFinding, ...]
+    extensions: tuple[Extension, ...]
+    scores: Mapping[str, int]
+    effort: Mapping[str, Mapping[str, object]]
+    files: int  # Python files and manifests read
+
+    @property
+    def unknown_packages(self) -> int:
+        return len({d.name for d in self.dependencies if d.rule is None})
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "routes": [str(r) for r in ROUTES],
+            "files": self.files,
+            "scores": dict(self.scores),
+            "effort": {r: dict(e) for r, e in self.effort.items()},
+            "unknown_packages": self.unknown_packages,
+            "dependencies": [d.to_dict() for d in self.dependencies],
+            "usages": [u.to_dict() for u in self.uses],
+            "findings": [f.to_dict() for f in self.findings],
+            "extensions": [e.to_dict() for e in self.extensions],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     """Everything one scan found. `to_json()` gives the `portcheck.report/1` document."""
 
@@ -274,6 +481,7 @@ class Report:
     compile_results: tuple[object, ...] = ()  # portcheck.compile.CompileResult, with --compile
     seconds: float = 0.0
     extra: Mapping[str, object] = field(default_factory=dict)
+    python: PythonSection | None = None  # when the tree has Python code or manifests
 
     @property
     def lines(self) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from portcheck import __version__
@@ -14,7 +14,23 @@ from portcheck.discover import MAX_FILE_BYTES, Candidate, discover
 from portcheck.engine import ScanCache, default_cache_path, scan_candidates
 from portcheck.extract import Extractor, FileScan
 from portcheck.graph import build_call_graph, kernels_reaching
-from portcheck.model import TARGETS, FileSummary, Finding, Kernel, Report, Skipped, Target, Use
+from portcheck.model import (
+    ROUTES,
+    TARGETS,
+    Dependency,
+    Extension,
+    FileSummary,
+    Finding,
+    Kernel,
+    PythonSection,
+    PyUse,
+    Report,
+    RouteVerdicts,
+    Skipped,
+    Status,
+    Target,
+    Use,
+)
 from portcheck.ruleset import RuleSet, default_rules
 from portcheck.score import effort, scores
 
@@ -101,6 +117,14 @@ def scan(
     return _assemble(root, chosen, scans, skipped, time.perf_counter() - started)
 
 
+def _with_missing_sources(root: Path, extension: Extension) -> Extension:
+    """Mark the sources an extension names that are not in the tree (generated at build
+    time, or a path that is wrong): their CUDA could not be scanned."""
+    base = root if root.is_dir() else root.parent
+    missing = tuple(s for s in extension.sources if not (base / s).is_file())
+    return replace(extension, missing=missing) if missing else extension
+
+
 def _assemble(
     root: Path,
     targets: tuple[Target, ...],
@@ -148,6 +172,7 @@ def _assemble(
         )
     kernels = _kernels_with_needs([k for s in scans for k in s.kernels], findings)
     return Report(
+        python=_python_section(root, scans),
         root=str(root),
         tool_version=__version__,
         targets=targets,
@@ -159,6 +184,48 @@ def _assemble(
         scores=scores(uses, findings, targets),
         effort=effort(uses, findings, targets),
         seconds=seconds,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Swap:
+    """A dependency as a work item: an unsupported package with a named ROCm replacement
+    is a swap to review (partial), not a rewrite (docs/scoring.md)."""
+
+    name: str
+    status: RouteVerdicts
+
+    @classmethod
+    def of(cls, dependency: Dependency) -> _Swap:
+        status = dependency.status
+        rule = dependency.rule
+        if rule is not None and rule.replacement and status.rocm is Status.UNSUPPORTED:
+            status = RouteVerdicts(Status.PARTIAL, status.directml)
+        return cls(dependency.name, status)
+
+
+def _python_section(root: Path, scans: list[FileScan]) -> PythonSection | None:
+    """The Python part of the report; None when the tree has no Python at all."""
+    python = [s for s in scans if s.language.is_python]
+    if not python:
+        return None
+    dependencies = [d for s in python for d in s.dependencies]
+    uses = [u for s in python for u in s.py_uses]
+    findings = [f for s in python for f in s.py_findings]
+    # Unknown packages are listed but not scored: most are CPU-only libraries that no
+    # source judges either way (docs/scoring.md).
+    judged: list[PyUse | _Swap] = [
+        *uses,
+        *(_Swap.of(d) for d in dependencies if d.rule is not None),
+    ]
+    return PythonSection(
+        dependencies=tuple(dependencies),
+        uses=tuple(uses),
+        findings=tuple(findings),
+        extensions=tuple(_with_missing_sources(root, e) for s in python for e in s.extensions),
+        scores=scores(judged, findings, ROUTES),
+        effort=effort(judged, findings, ROUTES),
+        files=len(python),
     )
 
 

@@ -12,8 +12,34 @@ same items into rename-only, review and rewrite, at a stated cost per item.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
-from portcheck.model import Finding, Status, Target, Use
+from portcheck.model import Status, Target
+
+
+class _Verdicts(Protocol):
+    def __getitem__(self, target: str) -> Status: ...
+
+
+class Judged(Protocol):
+    """A use of a name (CUDA Use, Python PyUse, Dependency): one status per target."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> _Verdicts: ...
+
+
+class Hazard(Protocol):
+    """A finding (CUDA Finding or Python PyFinding)."""
+
+    @property
+    def slug(self) -> str: ...
+    @property
+    def path(self) -> str: ...
+    @property
+    def targets(self) -> _Verdicts: ...
+
 
 CREDIT: dict[Status, float] = {
     Status.SUPPORTED: 1.0,
@@ -31,7 +57,7 @@ HOURS = {"rename-only": 0.05, "review": 0.5, "rewrite": 4.0}
 
 
 def work_items(
-    uses: Iterable[Use], findings: Iterable[Finding], target: Target
+    uses: Iterable[Judged], findings: Iterable[Hazard], target: str
 ) -> dict[tuple[str, ...], tuple[str, Status]]:
     """(item key) -> (kind of item, status on target)."""
     # Every use of a name has the same status: look it up once per distinct name.
@@ -48,7 +74,7 @@ def work_items(
     return items
 
 
-def readiness(uses: Iterable[Use], findings: Iterable[Finding], target: Target) -> int:
+def readiness(uses: Iterable[Judged], findings: Iterable[Hazard], target: str) -> int:
     items = work_items(uses, findings, target)
     if not items:
         return 100  # nothing to port
@@ -56,12 +82,12 @@ def readiness(uses: Iterable[Use], findings: Iterable[Finding], target: Target) 
 
 
 def scores(
-    uses: Sequence[Use], findings: Sequence[Finding], targets: Sequence[Target]
+    uses: Sequence[Judged], findings: Sequence[Hazard], targets: Sequence[str]
 ) -> dict[str, int]:
     return {str(target): readiness(uses, findings, target) for target in targets}
 
 
-def category(kind: str, status: Status, target: Target) -> str | None:
+def category(kind: str, status: Status, target: str) -> str | None:
     """The effort category of one work item on one target (None: no work)."""
     if status is Status.UNSUPPORTED:
         return "rewrite"
@@ -72,7 +98,7 @@ def category(kind: str, status: Status, target: Target) -> str | None:
 
 
 def effort(
-    uses: Sequence[Use], findings: Sequence[Finding], targets: Sequence[Target]
+    uses: Sequence[Judged], findings: Sequence[Hazard], targets: Sequence[str]
 ) -> dict[str, dict[str, object]]:
     """Per target: items and hours per category, and the total hours."""
     result: dict[str, dict[str, object]] = {}

@@ -19,7 +19,7 @@ import portcheck
 from portcheck.compile import CompileResult, Diagnostic
 from portcheck.report.html import render_html
 
-from conftest import REPO
+from conftest import FIXTURES, REPO
 
 EXAMPLE = REPO / "examples" / "heatflow"
 HOSTILE_STRING = "</script><script>alert(1)</script>"
@@ -270,3 +270,25 @@ def test_tables_sort_and_findings_filter_on_click(example, tmp_path):
     assert visible == {"medium"}
     hidden = [c for c in cards if "hidden" in c.attrs]
     assert len(hidden) == sum(1 for f in report.findings if f.severity.name != "MEDIUM")
+
+
+def test_python_section_shows_routes_dependencies_and_findings(tmp_path):
+    report = portcheck.scan(FIXTURES / "python" / "mlproj", cache=False)
+    page = tmp_path / "python.html"
+    page.write_text(render_html(report), encoding="utf-8")
+    dom = _dump_dom(page, tmp_path)
+    assert report.python is not None
+    for route in ("rocm", "directml"):
+        shown = dom.find("span", cls="score", data_python_score=route)
+        assert [e.text.strip() for e in shown] == [str(report.python.scores[route])]
+    rows = {
+        e.attrs["data-package"]: e.text
+        for e in dom.find("tr", data_row="")
+        if "data-package" in e.attrs
+    }
+    assert "cupy-rocm-7-0" in rows["cupy-cuda12x"]  # the replacement is named
+    assert "unknown" in rows["internal-metrics-client"]
+    findings = dom.find("table", id="python-findings")[0].text
+    assert "mlproj/train.py:29" in findings and "nvidia-smi" in findings
+    assert "not in the tree" in dom.find("section", id="python")[0].text  # generated_kernels.cu
+    assert "#python" in {e.attrs.get("href") for e in dom.find("a")}

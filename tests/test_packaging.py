@@ -34,6 +34,9 @@ def test_wheel_ships_the_rules_and_loads_them(tmp_path):
     assert "portcheck/rules/runtime.yaml" in names
     assert "portcheck/rules/headers.yaml" in names
     assert "portcheck/rules/hazards.yaml" in names
+    assert "portcheck/rules/python/packages.yaml" in names
+    assert "portcheck/rules/python/apis.yaml" in names
+    assert "portcheck/rules/python/hazards.yaml" in names
     # Import from the unpacked wheel only (not the checkout): the rules load from inside it.
     code = (
         "import sys, portcheck, portcheck.resources as r; "

@@ -124,7 +124,9 @@ def catalogue() -> dict[str, HazardSpec]:
 
 def resolve_ignores(values: Iterable[str]) -> frozenset[str]:
     """`--ignore` values (ids like PC001 or slugs) -> slugs; raises ValueError on unknown."""
-    specs = catalogue()
+    from portcheck.python.rules import python_rules
+
+    specs: dict[str, Any] = {**catalogue(), **python_rules().hazards}
     by_id = {spec.id.lower(): slug for slug, spec in specs.items()}
     slugs = set()
     for value in values:
@@ -136,7 +138,9 @@ def resolve_ignores(values: Iterable[str]) -> frozenset[str]:
             elif item.lower() in by_id:
                 slugs.add(by_id[item.lower()])
             else:
-                raise ValueError(f"unknown hazard {item!r} (use an id such as PC001 or a slug)")
+                raise ValueError(
+                    f"unknown hazard {item!r} (use an id such as PC001 or PY001, or a slug)"
+                )
     return frozenset(slugs)
 
 

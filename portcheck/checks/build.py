@@ -51,7 +51,7 @@ BUILD_RULES: tuple[tuple[re.Pattern[bytes], str, str], ...] = (
         "Pass the flag to hipcc directly.",
     ),
     (
-        re.compile(rb"\bCUDAExtension\b"),
+        re.compile(rb"\bCUDAExtension\s*\("),
         "PyTorch CUDAExtension",
         "Keep it: ROCm builds of PyTorch hipify CUDAExtension sources automatically; check the "
         "nvcc flags in `extra_compile_args`.",

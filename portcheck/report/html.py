@@ -187,9 +187,62 @@ def _context(report: Report) -> dict[str, object]:
         "severities": [s.name.lower() for s in sorted(Severity, reverse=True)],
         "slugs": sorted({f.slug for f in report.findings}),
         "compile": _compile(report),
+        "python": _python(report),
         "scoring": _scoring(report),
         "credit": {str(s): CREDIT[s] for s in STATUS_ORDER},
         "hours_per_item": HOURS,
+    }
+
+
+PY_ROUTE_TITLE = {
+    "rocm": "PyTorch on ROCm",
+    "directml": "DirectML",
+}
+PY_ROUTE_BLURB = {
+    "rocm": "ROCm builds of PyTorch and of the GPU packages (Linux, AMD GPUs)",
+    "directml": "torch-directml: Windows/WSL, any DirectX 12 GPU",
+}
+
+
+def _python(report: Report) -> dict[str, object] | None:
+    """The Python section: routes, dependencies, API names, findings, CUDA inside Python."""
+    section = report.python
+    if section is None:
+        return None
+    apis: dict[str, dict[str, object]] = {}
+    for use in section.uses:
+        row = apis.get(use.rule.name)
+        if row is None:
+            apis[use.rule.name] = {
+                "name": use.rule.name,
+                "statuses": use.status.to_dict(),
+                "note": use.rule.note,
+                "source": use.rule.source,
+                "uses": 1,
+                "where": f"{use.path}:{use.span.line}",
+            }
+        else:
+            row["uses"] = int(str(row["uses"])) + 1
+    routes = [
+        {
+            "route": route,
+            "title": PY_ROUTE_TITLE[route],
+            "blurb": PY_ROUTE_BLURB[route],
+            "score": score,
+            "tone": _tone(score),
+            "hours": _hours(section.effort[route]["total_hours"]),
+        }
+        for route, score in section.scores.items()
+    ]
+    return {
+        "routes": routes,
+        "route_title": PY_ROUTE_TITLE,
+        "dependencies": [d.to_dict() for d in section.dependencies],
+        "apis": sorted(apis.values(), key=lambda r: (-int(str(r["uses"])), str(r["name"]))),
+        "findings": [f.to_dict() for f in section.findings],
+        "extensions": [e.to_dict() for e in section.extensions],
+        "unknown_packages": section.unknown_packages,
+        "files": section.files,
     }
 
 

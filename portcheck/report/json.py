@@ -68,6 +68,8 @@ def report_to_dict(report: Report) -> dict[str, object]:
     document.update({key: list(items) for key, items in _lists(report).items()})
     if report.compile_results:
         document["hipcc"] = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
+    if report.python is not None:
+        document["python"] = report.python.to_dict()
     return document
 
 
@@ -96,6 +98,9 @@ def iter_json(report: Report) -> Iterator[str]:
     if report.compile_results:
         hipcc = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
         yield f',\n  "hipcc": {json.dumps(hipcc)}'
+    if report.python is not None:
+        text = json.dumps(report.python.to_dict(), indent=2, ensure_ascii=False)
+        yield ',\n  "python": ' + text.replace("\n", "\n  ")
     yield "\n}\n"
 
 

@@ -46,11 +46,34 @@ def render_markdown(report: Report) -> str:
         for name, count in unsupported.most_common(30):
             lines.append(f"- `{_cell(name)}` ×{count}")
         lines.append("\n</details>\n")
+    if report.python is not None:
+        lines += _python(report)
     lines.append(
         "Scores: mean credit over work items (each CUDA name, each hazard kind per "
         "file); see docs/scoring.md."
     )
     return "\n".join(lines) + "\n"
+
+
+def _python(report: Report) -> list[str]:
+    section = report.python
+    assert section is not None
+    lines = ["#### Python", "", "| Python route | readiness | effort |", "|---|---:|---:|"]
+    titles = {"rocm": "PyTorch on ROCm", "directml": "DirectML"}
+    for route, score in section.scores.items():
+        hours = section.effort[route]["total_hours"]
+        lines.append(f"| {titles[route]} | **{score}** / 100 | {hours} h |")
+    lines.append("")
+    for finding in section.findings[: PER_HAZARD * 4]:
+        lines.append(
+            f"- {finding.id} `{_cell(finding.path)}:{finding.span.line}` {_cell(finding.message)}"
+        )
+    if len(section.findings) > PER_HAZARD * 4:
+        lines.append(f"- … and {len(section.findings) - PER_HAZARD * 4} more")
+    if section.unknown_packages:
+        lines.append(f"\n{section.unknown_packages} package(s) not in portcheck's list: unknown.")
+    lines.append("")
+    return lines
 
 
 def _findings(report: Report) -> list[str]:

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from portcheck.checks import catalogue
-from portcheck.model import Report, Severity
+from portcheck.model import Report, Severity, Span
+from portcheck.python.rules import python_rules
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {
@@ -38,6 +39,25 @@ def report_to_sarif(report: Report) -> dict[str, object]:
         }
         for spec in specs
     ]
+    # The Python hazards (PY…) follow, judged on the Python routes.
+    py_specs = sorted(python_rules().hazards.values(), key=lambda s: s.id)
+    for spec in py_specs:
+        index[spec.slug] = len(rules)
+        rules.append(
+            {
+                "id": spec.id,
+                "name": spec.slug,
+                "shortDescription": {"text": spec.summary},
+                "fullDescription": {"text": spec.why},
+                "helpUri": spec.help_url,
+                "help": {"text": spec.fix, "markdown": f"{spec.fix}\n\nSource: {spec.source}"},
+                "defaultConfiguration": {"level": LEVEL[spec.severity]},
+                "properties": {
+                    "tags": ["portability", "amd", "python", spec.slug],
+                    "targets": spec.targets.to_dict(),
+                },
+            }
+        )
     results = []
     for finding in report.findings:
         results.append(
@@ -49,25 +69,28 @@ def report_to_sarif(report: Report) -> dict[str, object]:
                     "text": f"{finding.message} (HIP: {finding.targets.hip}, ZLUDA: "
                     f"{finding.targets.zluda}, SCALE: {finding.targets.scale})"
                 },
-                "locations": [
-                    {
-                        "physicalLocation": {
-                            "artifactLocation": {"uri": finding.path, "uriBaseId": "SRCROOT"},
-                            "region": {
-                                "startLine": finding.span.line,
-                                "startColumn": finding.span.column,
-                                "endLine": finding.span.end_line,
-                                "endColumn": finding.span.end_column,
-                            },
-                        }
-                    }
-                ],
+                "locations": [_location(finding.path, finding.span)],
                 "partialFingerprints": {"portcheckFinding/v1": finding.fingerprint},
                 "properties": {
                     "slug": finding.slug,
                     "kernels": list(finding.kernels),
                     "targets": finding.targets.to_dict(),
                 },
+            }
+        )
+    for py in report.python.findings if report.python else ():
+        results.append(
+            {
+                "ruleId": py.id,
+                "ruleIndex": index[py.slug],
+                "level": LEVEL[py.severity],
+                "message": {
+                    "text": f"{py.message} (PyTorch on ROCm: {py.targets.rocm}, "
+                    f"DirectML: {py.targets.directml})"
+                },
+                "locations": [_location(py.path, py.span)],
+                "partialFingerprints": {"portcheckFinding/v1": py.fingerprint},
+                "properties": {"slug": py.slug, "targets": py.targets.to_dict()},
             }
         )
     root_uri = Path(report.root).resolve().as_uri().rstrip("/") + "/"
@@ -89,6 +112,20 @@ def report_to_sarif(report: Report) -> dict[str, object]:
                 "properties": {"scores": dict(report.scores)},
             }
         ],
+    }
+
+
+def _location(path: str, span: Span) -> dict[str, object]:
+    return {
+        "physicalLocation": {
+            "artifactLocation": {"uri": path, "uriBaseId": "SRCROOT"},
+            "region": {
+                "startLine": span.line,
+                "startColumn": span.column,
+                "endLine": span.end_line,
+                "endColumn": span.end_column,
+            },
+        }
     }
 
 

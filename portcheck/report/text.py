@@ -58,6 +58,7 @@ def render_text(report: Report, color: bool = False, width: int = 120) -> str:
     _kernels(console, report)
     _effort(console, report)
     _compiled(console, report)
+    _python(console, report)
     _skipped(console, report)
     console.print(
         "[dim]Readiness = mean credit over the work items (each distinct CUDA name, each "
@@ -249,6 +250,48 @@ def _unknown(console: Console, report: Report) -> None:
     listed = ", ".join(f"{name} ×{n}" for name, n in unknown.most_common(20))
     more = f", … ({len(unknown) - 20} more)" if len(unknown) > 20 else ""
     console.print(Text(f"Not in the rule set (status unknown): {listed}{more}"))
+
+
+PY_ROUTE_LINE = {
+    "rocm": "ROCm builds of PyTorch and GPU packages (Linux)",
+    "directml": "torch-directml (Windows/WSL, DirectX 12 GPUs)",
+}
+
+
+def _python(console: Console, report: Report) -> None:
+    section = report.python
+    if section is None:
+        return
+    console.print(
+        Text(
+            f"Python ({section.files} files: {len(section.dependencies)} requirements, "
+            f"{len(section.uses)} GPU API uses, {len(section.extensions)} CUDA builds/kernels)",
+            style="bold",
+        )
+    )
+    for route, score in section.scores.items():
+        hours = section.effort[route]["total_hours"]
+        line = Text(f"  {route:<9}{score:>3}  ")
+        line.append("█" * (score * 30 // 100), style=_score_style(score))
+        line.append("·" * (30 - score * 30 // 100), style="dim")
+        line.append(f"  {PY_ROUTE_LINE[route]}, ~{hours} h")
+        console.print(line)
+    for finding in section.findings:
+        marks = "  ".join(
+            f"{route} {STATUS_MARK[finding.targets[route]]}" for route in section.scores
+        )
+        console.print(
+            Text(f"  {finding.id} {finding.path}:{finding.span.line}  {finding.message}  [{marks}]")
+        )
+    if section.unknown_packages:
+        unknown = sorted({d.name for d in section.dependencies if d.rule is None})
+        console.print(
+            Text(
+                f"  Not in the package list (status unknown, not scored): {', '.join(unknown)}",
+                style="dim",
+            )
+        )
+    console.print()
 
 
 def _skipped(console: Console, report: Report) -> None:

@@ -1,0 +1,717 @@
+"""Python sources and dependency manifests -> Python uses, dependencies and findings.
+
+Python code is parsed with tree-sitter-python. Imports give an alias table
+(`import torch as th`, `from numba import cuda`), and every dotted name whose head is
+an imported module is resolved (`th.cuda.is_available` -> `torch.cuda.is_available`)
+and judged by the longest known prefix in rules/python/apis.yaml. Names in comments
+and strings are never uses. On top of the names:
+
+- CUDA code that Python builds or compiles is scanned as CUDA: the .cu sources a
+  `CUDAExtension`/`cpp_extension.load` names are listed (they are scanned as files of
+  the tree), and CuPy `RawKernel`/`RawModule` and `load_inline` source strings are run
+  through the CUDA extractor, with positions mapped back into the .py file;
+- `numba.cuda` kernels are checked for 32-wide warp assumptions;
+- the Python hazards of rules/python/hazards.yaml are reported (PY001…).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+import tree_sitter_python
+from tree_sitter import Language as TSLanguage
+from tree_sitter import Node, Parser
+
+from portcheck.checks import Context, _suppressions, catalogue, run_checks
+from portcheck.model import (
+    Dependency,
+    Extension,
+    Finding,
+    Language,
+    PyFinding,
+    PyUse,
+    RouteVerdicts,
+    Span,
+    Status,
+)
+from portcheck.python import deps
+from portcheck.python.rules import PythonRules, python_rules
+
+if TYPE_CHECKING:
+    from portcheck.extract import Extractor, FileScan
+
+PYTHON_LANGUAGE = TSLanguage(tree_sitter_python.language())
+_parser: Parser | None = None
+
+CPP_EXTENSION = "torch.utils.cpp_extension"
+EXTENSION_BUILDERS = {f"{CPP_EXTENSION}.{n}" for n in ("CUDAExtension", "load")}
+INLINE_BUILDER = f"{CPP_EXTENSION}.load_inline"
+KERNEL_STRINGS = {
+    f"cupy.{n}": n for n in ("RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel")
+}
+NUMBA_KERNEL_DECORATORS = {"numba.cuda.jit"}
+# Where the CUDA source sits in each CuPy constructor: (position, keyword).
+KERNEL_SOURCE_ARGUMENT = {"ElementwiseKernel": (2, "operation"), "ReductionKernel": (3, "map_expr")}
+DEVICE_STRING = re.compile(rb"cuda(?::\d+)?")
+CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
+LANE_MASK = re.compile(r"0[xX][fF]{8}[uUlL]*")
+# An identifier under these is not a use of what it names: chains are judged whole
+# (`attribute`), and parameters, imports and keyword names only bind or label.
+NOT_A_USE_PARENTS = frozenset(
+    {
+        "attribute",
+        "aliased_import",
+        "dotted_name",
+        "parameters",
+        "default_parameter",
+        "typed_parameter",
+        "typed_default_parameter",
+        "global_statement",
+        "nonlocal_statement",
+    }
+)
+DEFINING_PARENTS = frozenset(
+    {"function_definition", "class_definition", "assignment", "keyword_argument"}
+)
+
+
+def _parse(data: bytes) -> Node:
+    global _parser
+    if _parser is None:
+        _parser = Parser(PYTHON_LANGUAGE)
+    return _parser.parse(data).root_node
+
+
+def _walk(root: Node) -> Iterator[Node]:
+    cursor = root.walk()
+    while True:
+        yield cursor.node  # type: ignore[misc]
+        if cursor.goto_first_child():
+            continue
+        while not cursor.goto_next_sibling():
+            if not cursor.goto_parent():
+                return
+
+
+def _text(node: Node | None) -> str:
+    return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
+
+
+class _Positions:
+    """Byte offset -> Span (1-based lines, character columns)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def span(self, start: int, end: int) -> Span:
+        return Span(*self._point(start), *self._point(end), start, end)
+
+    def _point(self, offset: int) -> tuple[int, int]:
+        line_start = self.data.rfind(b"\n", 0, offset) + 1
+        line = self.data.count(b"\n", 0, offset) + 1
+        column = len(self.data[line_start:offset].decode("utf-8", "replace")) + 1
+        return line, column
+
+
+class PythonScan:
+    """The state of scanning one Python file or manifest."""
+
+    def __init__(self, extractor: Extractor, result: FileScan, data: bytes) -> None:
+        self.extractor = extractor
+        self.rules: PythonRules = python_rules()
+        self.result = result
+        self.path = result.path
+        self.data = data
+        self.positions = _Positions(data)
+        self.aliases: dict[str, str] = {}  # local name -> dotted module or object
+        self.strings: dict[str, Node] = {}  # NAME = "..." assignments, for kernel sources
+        self.lists: dict[str, Node] = {}  # NAME = [...] assignments, for install_requires
+
+    # -- reporting ----------------------------------------------------------------------
+
+    def finding(
+        self,
+        slug: str,
+        start: int,
+        end: int,
+        message: str,
+        fix: str = "",
+        targets: RouteVerdicts | None = None,
+    ) -> None:
+        spec = self.rules.hazards[slug]
+        span = self.positions.span(start, end)
+        if slug in self.extractor.ignore or spec.id in self.extractor.ignore:
+            return
+        if any(
+            f.slug == slug and f.span.line == span.line and f.message == message
+            for f in self.result.py_findings
+        ):
+            return
+        line_start = self.data.rfind(b"\n", 0, start) + 1
+        line_end = self.data.find(b"\n", start)
+        line = self.data[line_start : line_end if line_end != -1 else len(self.data)]
+        digest = hashlib.sha256(f"{slug}\0{self.path}\0".encode() + b" ".join(line.split()))
+        self.result.py_findings.append(
+            PyFinding(
+                id=spec.id,
+                slug=slug,
+                severity=spec.severity,
+                path=self.path,
+                span=span,
+                message=message,
+                targets=targets or spec.targets,
+                help_url=spec.help_url,
+                fix=fix or spec.fix,
+                fingerprint=digest.hexdigest()[:20],
+            )
+        )
+
+    def use(self, name: str, node: Node) -> None:
+        rule = self.rules.api(name)
+        if rule is not None:
+            span = self.positions.span(node.start_byte, node.end_byte)
+            self.result.py_uses.append(PyUse(name, self.path, span, rule))
+
+    # -- manifests ----------------------------------------------------------------------
+
+    def manifest(self, manifest: deps.Manifest) -> None:
+        if manifest.errors:
+            self.result.parse_errors += len(manifest.errors)
+        for requirement in manifest.requirements:
+            self.requirement(requirement)
+        for url, line in manifest.indexes:
+            self.index(url, line)
+
+    def _line_offsets(self, line: int) -> tuple[int, int]:
+        start = 0
+        for _ in range(line - 1):
+            start = self.data.find(b"\n", start) + 1
+            if start == 0:
+                return len(self.data), len(self.data)
+        end = self.data.find(b"\n", start)
+        return start, end if end != -1 else len(self.data)
+
+    def requirement(self, requirement: deps.Requirement) -> None:
+        rule = self.rules.package(requirement.name)
+        dependency = Dependency(
+            name=deps_name(requirement.name),
+            spec=requirement.spec,
+            path=self.path,
+            line=requirement.line,
+            manifest=self.result.language,
+            rule=rule,
+        )
+        self.result.dependencies.append(dependency)
+        start, end = self._line_offsets(requirement.line)
+        local = deps.CUDA_LOCAL_VERSION.search(requirement.spec)
+        if local:
+            self.finding(
+                "cuda-wheel-index",
+                start,
+                end,
+                f"`{requirement.spec}` pins a CUDA build ({local.group(1)}) of the wheel",
+            )
+        extras = deps.EXTRAS.search(requirement.spec)
+        cuda_extras = [
+            e.strip() for e in (extras.group(1).split(",") if extras else ()) if "cuda" in e
+        ]
+        if cuda_extras:
+            self.finding(
+                "cuda-only-package",
+                start,
+                end,
+                f"the `{cuda_extras[0]}` extra of `{requirement.name}` installs NVIDIA-only "
+                "packages",
+                fix=rule.replacement or rule.note if rule is not None else "",
+            )
+        elif rule is not None and rule.status.rocm in (Status.UNSUPPORTED, Status.PARTIAL):
+            instead = f"; on ROCm: {rule.replacement}" if rule.replacement else ""
+            self.finding(
+                "cuda-only-package",
+                start,
+                end,
+                f"`{requirement.name}` is {rule.status.rocm} on ROCm{instead}",
+                fix=rule.note,
+                targets=rule.status,
+            )
+
+    def index(self, url: str, line: int) -> None:
+        start, end = self._line_offsets(line)
+        cuda = deps.CUDA_INDEX.search(url)
+        if cuda:
+            self.finding(
+                "cuda-wheel-index",
+                start,
+                end,
+                f"the package index {url} serves CUDA ({cuda.group(1)}) builds of PyTorch",
+            )
+        elif url in ("conda:nvidia", "conda:nvidia/label/cuda-12.1.0") or url.startswith(
+            "conda:nvidia"
+        ):
+            self.finding(
+                "cuda-wheel-index",
+                start,
+                end,
+                "the conda channel `nvidia` provides CUDA runtime packages",
+            )
+
+    # -- Python code --------------------------------------------------------------------
+
+    def code(self) -> None:
+        root = _parse(self.data)
+        self.result.parse_errors += sum(1 for n in _walk(root) if n.type == "ERROR")
+        nodes = list(_walk(root))
+        for node in nodes:
+            if node.type in ("import_statement", "import_from_statement"):
+                self._import(node)
+            elif node.type == "assignment":
+                left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+                if left is not None and left.type == "identifier" and right is not None:
+                    if right.type in ("string", "concatenated_string"):
+                        self.strings[_text(left)] = right
+                    elif right.type == "list":
+                        self.lists[_text(left)] = right
+        for node in nodes:
+            kind = node.type
+            if kind == "attribute":
+                self._attribute(node)
+            elif kind == "identifier":
+                self._identifier(node)
+            elif kind == "call":
+                self._call(node)
+            elif kind == "string":
+                self._string(node)
+            elif kind == "decorated_definition":
+                self._decorated(node)
+        if self.result.language is Language.PYTHON and PurePosixPath(self.path).name == "setup.py":
+            self._setup_call(nodes)
+
+    def resolve(self, node: Node) -> str | None:
+        """The dotted name of an identifier/attribute chain with its head imported."""
+        parts: list[str] = []
+        current: Node | None = node
+        while current is not None and current.type == "attribute":
+            parts.append(_text(current.child_by_field_name("attribute")))
+            current = current.child_by_field_name("object")
+        if current is None or current.type != "identifier":
+            return None
+        head = self.aliases.get(_text(current))
+        if head is None:
+            return None
+        return ".".join([head, *reversed(parts)])
+
+    def _import(self, node: Node) -> None:
+        if node.type == "import_statement":
+            for child in node.named_children:
+                if child.type == "dotted_name":  # `import torch.cuda` binds `torch`
+                    name = _text(child)
+                    self.aliases[name.split(".")[0]] = name.split(".")[0]
+                    self.use(name, child)
+                elif child.type == "aliased_import":
+                    name = _text(child.child_by_field_name("name"))
+                    self.aliases[_text(child.child_by_field_name("alias"))] = name
+                    self.use(name, child)
+            return
+        module_node = node.child_by_field_name("module_name")
+        module = _text(module_node)
+        if module.startswith("."):
+            return  # a relative import: the project's own code
+        for child in node.children_by_field_name("name"):
+            if child.type == "aliased_import":
+                name = _text(child.child_by_field_name("name"))
+                local = _text(child.child_by_field_name("alias"))
+            else:
+                name = local = _text(child)
+            self.aliases[local] = f"{module}.{name}"
+            self.use(f"{module}.{name}", child)
+
+    def _attribute(self, node: Node) -> None:
+        parent = node.parent
+        if (
+            parent is not None
+            and parent.type == "attribute"
+            and parent.child_by_field_name("object") == node
+        ):
+            return  # an inner link of a longer chain
+        if _inside_import(node):
+            return
+        if _text(node.child_by_field_name("attribute")) == "compute_capability":
+            self.finding(
+                "compute-capability",
+                node.start_byte,
+                node.end_byte,
+                "compute capability read: on ROCm it is the gfx version, not an NVIDIA sm_XY",
+            )
+        name = self.resolve(node)
+        if name is None:
+            return
+        self.use(name, node)
+        if name == "torch.version.cuda":
+            self.finding(
+                "torch-version-cuda",
+                node.start_byte,
+                node.end_byte,
+                "`torch.version.cuda` is None on ROCm builds of PyTorch (they set "
+                "`torch.version.hip`)",
+            )
+
+    def _identifier(self, node: Node) -> None:
+        """A name imported from a module, used bare (`CUDAExtension(...)`, `@jit`)."""
+        parent = node.parent
+        if parent is None or parent.type in NOT_A_USE_PARENTS or _inside_import(node):
+            return
+        if parent.type in DEFINING_PARENTS and (
+            parent.child_by_field_name("name") == node or parent.child_by_field_name("left") == node
+        ):
+            return
+        name = self.aliases.get(_text(node))
+        if name is not None and "." in name:
+            self.use(name, node)
+
+    def _call(self, node: Node) -> None:
+        function = node.child_by_field_name("function")
+        arguments = node.child_by_field_name("arguments")
+        if function is None:
+            return
+        name = self.resolve(function) if function.type in ("attribute", "identifier") else None
+        if name is None:
+            if (
+                function.type == "attribute"
+                and _text(function.child_by_field_name("attribute")) == "cuda"
+            ):
+                self.use("torch.Tensor.cuda", function)  # `model.cuda()`, `x.cuda(0)`
+            return
+        if name == "torch.cuda.get_device_capability":
+            self.finding(
+                "compute-capability",
+                node.start_byte,
+                node.end_byte,
+                "`torch.cuda.get_device_capability()` returns the gfx version on ROCm; "
+                "comparisons with NVIDIA capabilities such as (8, 0) pick the wrong path",
+            )
+        elif name in EXTENSION_BUILDERS:
+            self._extension(node, name, arguments)
+        elif name == INLINE_BUILDER:
+            self._inline_extension(node, arguments)
+        elif name in KERNEL_STRINGS:
+            self._kernel_string(node, KERNEL_STRINGS[name], arguments)
+        elif name in ("subprocess.run", "subprocess.check_output", "subprocess.Popen"):
+            pass  # nvidia-smi is caught on the string itself
+
+    def _string(self, node: Node) -> None:
+        content = _string_content(node)
+        if content is None:
+            return
+        start, end = content
+        text = self.data[start:end]
+        if b"nvidia-smi" in text:
+            self.finding(
+                "nvidia-smi",
+                node.start_byte,
+                node.end_byte,
+                "runs `nvidia-smi`, which does not exist on AMD systems",
+            )
+        if DEVICE_STRING.fullmatch(text):
+            self.use('torch.device("cuda")', node)
+
+    def _decorated(self, node: Node) -> None:
+        for decorator in (c for c in node.children if c.type == "decorator"):
+            expression = decorator.named_children[0] if decorator.named_children else None
+            if expression is not None and expression.type == "call":
+                expression = expression.child_by_field_name("function")
+            name = self.resolve(expression) if expression is not None else None
+            if name in NUMBA_KERNEL_DECORATORS:
+                self.finding(
+                    "numba-cuda-kernel",
+                    decorator.start_byte,
+                    decorator.end_byte,
+                    "a `numba.cuda` kernel: upstream Numba has no AMD GPU target",
+                )
+                definition = node.child_by_field_name("definition")
+                if definition is not None:
+                    self._numba_warp_checks(definition)
+            elif name == "cupyx.jit.rawkernel":
+                self.finding(
+                    "cuda-kernel-string",
+                    decorator.start_byte,
+                    decorator.end_byte,
+                    "a `cupyx.jit` kernel: compiled through CuPy's CUDA/HIP backend",
+                )
+
+    # -- CUDA inside Python ---------------------------------------------------------------
+
+    def _argument(self, arguments: Node | None, position: int, keyword: str) -> Node | None:
+        if arguments is None:
+            return None
+        positional = 0
+        for child in arguments.named_children:
+            if child.type == "keyword_argument":
+                if _text(child.child_by_field_name("name")) == keyword:
+                    return child.child_by_field_name("value")
+            elif child.type not in ("comment", "list_splat", "dictionary_splat"):
+                if positional == position:
+                    return child
+                positional += 1
+        return None
+
+    def _extension(self, node: Node, name: str, arguments: Node | None) -> None:
+        kind = name.rsplit(".", 1)[1]
+        sources_node = self._argument(arguments, 1, "sources")
+        if sources_node is not None and sources_node.type == "identifier":
+            sources_node = self.lists.get(_text(sources_node), sources_node)
+        named = []
+        if sources_node is not None and sources_node.type in ("list", "tuple"):
+            for item in sources_node.named_children:
+                content = _string_content(item) if item.type == "string" else None
+                if content is not None:
+                    named.append(self.data[content[0] : content[1]].decode("utf-8", "replace"))
+        base = PurePosixPath(self.path).parent
+        sources = tuple(_normalise(str(base / s)) for s in named)
+        cuda_sources = [s for s in sources if s.endswith(CUDA_SOURCE_SUFFIXES)]
+        self.result.extensions.append(
+            Extension(
+                kind,
+                self.path,
+                self.positions.span(node.start_byte, node.end_byte).line,
+                sources=sources,
+            )
+        )
+        listed = ", ".join(PurePosixPath(s).name for s in cuda_sources) or "computed sources"
+        self.finding(
+            "cuda-extension",
+            node.start_byte,
+            node.end_byte,
+            f"`{kind}` builds CUDA code ({listed}) into the Python package",
+        )
+
+    def _inline_extension(self, node: Node, arguments: Node | None) -> None:
+        source = self._argument(arguments, 2, "cuda_sources")
+        scanned = self._scan_cuda_strings(source)
+        self.result.extensions.append(
+            Extension(
+                "load_inline",
+                self.path,
+                self.positions.span(node.start_byte, node.end_byte).line,
+                scanned_lines=scanned,
+            )
+        )
+        self.finding(
+            "cuda-extension",
+            node.start_byte,
+            node.end_byte,
+            "`load_inline` compiles CUDA source strings at run time",
+        )
+
+    def _kernel_string(self, node: Node, kind: str, arguments: Node | None) -> None:
+        position, keyword = KERNEL_SOURCE_ARGUMENT.get(kind, (0, "code"))
+        source = self._argument(arguments, position, keyword)
+        scanned = self._scan_cuda_strings(source)
+        self.result.extensions.append(
+            Extension(
+                kind,
+                self.path,
+                self.positions.span(node.start_byte, node.end_byte).line,
+                scanned_lines=scanned,
+            )
+        )
+        self.finding(
+            "cuda-kernel-string",
+            node.start_byte,
+            node.end_byte,
+            f"CuPy `{kind}` compiles CUDA C++ at run time"
+            + (f" ({scanned} lines scanned as CUDA)" if scanned else ""),
+        )
+
+    def _scan_cuda_strings(self, node: Node | None) -> int:
+        """Scan the CUDA source in a string argument (or the string a name is bound to,
+        or each string of a list); returns the number of lines scanned."""
+        if node is None:
+            return 0
+        if node.type == "identifier":
+            bound = self.strings.get(_text(node)) or self.lists.get(_text(node))
+            if bound is None:
+                return 0
+            node = bound
+        if node.type in ("list", "tuple", "concatenated_string"):
+            return sum(self._scan_cuda_strings(child) for child in node.named_children)
+        if node.type != "string":
+            return 0
+        content = _string_content(node)
+        if content is None:
+            return 0
+        start, end = content
+        source = self.data[start:end]
+        inner = self.extractor.scan_file(self.path, Language.CUDA, source)
+        line, column = self.positions._point(start)
+        self._merge_cuda(inner, line - 1, column - 1, start)
+        return source.count(b"\n") + 1
+
+    def _merge_cuda(self, inner: FileScan, lines: int, columns: int, offset: int) -> None:
+        def move(span: Span) -> Span:
+            return Span(
+                span.line + lines,
+                span.column + (columns if span.line == 1 else 0),
+                span.end_line + lines,
+                span.end_column + (columns if span.end_line == 1 else 0),
+                span.start_byte + offset,
+                span.end_byte + offset,
+            )
+
+        self.result.uses.extend(replace(u, span=move(u.span)) for u in inner.uses)
+        self.result.findings.extend(replace(f, span=move(f.span)) for f in inner.findings)
+        self.result.kernels.extend(replace(k, span=move(k.span)) for k in inner.kernels)
+        self.result.definitions |= inner.definitions
+        for fn in inner.functions:
+            fn.start += offset
+            fn.end += offset
+            self.result.functions.append(fn)
+
+    def _numba_warp_checks(self, definition: Node) -> None:
+        """32-wide warp assumptions in a numba.cuda kernel body (AMD CDNA waves are 64)."""
+        specs = catalogue()
+        for node in _walk(definition):
+            slug = message = None
+            if node.type == "binary_operator":
+                operator = _text(node.child_by_field_name("operator"))
+                right = _text(node.child_by_field_name("right"))
+                if (operator, right) in (("%", "32"), ("//", "32"), ("&", "31"), (">>", "5")):
+                    slug = "warp-size-assumption"
+                    message = f"`{operator} {right}` assumes 32 threads per warp"
+            elif node.type == "integer" and LANE_MASK.fullmatch(_text(node)):
+                slug = "lane-mask-width"
+                message = "a 32-bit lane mask; AMD wavefronts can have 64 lanes"
+            if slug is None or slug in self.extractor.ignore:
+                continue
+            spec = specs[slug]
+            span = self.positions.span(node.start_byte, node.end_byte)
+            if any(f.slug == slug and f.span.line == span.line for f in self.result.findings):
+                continue
+            self.result.findings.append(
+                Finding(
+                    id=spec.id,
+                    slug=slug,
+                    severity=spec.severity,
+                    path=self.path,
+                    span=span,
+                    message=f"numba.cuda kernel: {message}",
+                    targets=spec.targets,
+                    help_url=spec.help_url,
+                    fix=spec.fix,
+                    function=_text(definition.child_by_field_name("name")),
+                    fingerprint=hashlib.sha256(
+                        f"{slug}\0{self.path}\0{_text(node.parent)}".encode()
+                    ).hexdigest()[:20],
+                )
+            )
+
+    # -- setup.py -------------------------------------------------------------------------
+
+    def _setup_call(self, nodes: list[Node]) -> None:
+        for node in nodes:
+            if node.type != "call":
+                continue
+            function = node.child_by_field_name("function")
+            if _text(function).split(".")[-1] != "setup":
+                continue
+            arguments = node.child_by_field_name("arguments")
+            for keyword in ("install_requires", "setup_requires", "extras_require"):
+                value = self._argument(arguments, 99, keyword)
+                if value is not None and value.type == "identifier":
+                    value = self.lists.get(_text(value), value)
+                for string in _strings_in(value):
+                    content = _string_content(string)
+                    if content is None:
+                        continue
+                    text = self.data[content[0] : content[1]].decode("utf-8", "replace")
+                    found = deps.requirement(text, self.positions.span(*content).line)
+                    if found:
+                        self.requirement(found)
+
+
+def _strings_in(node: Node | None) -> Iterator[Node]:
+    if node is None:
+        return
+    if node.type == "string":
+        yield node
+    elif node.type in ("list", "tuple"):
+        for child in node.named_children:
+            yield from _strings_in(child)
+    elif node.type == "dictionary":
+        for pair in node.named_children:
+            yield from _strings_in(pair.child_by_field_name("value"))
+
+
+def _string_content(node: Node) -> tuple[int, int] | None:
+    """Byte range of a plain string literal's content (None for f-strings)."""
+    start = next((c for c in node.children if c.type == "string_start"), None)
+    end = next((c for c in node.children if c.type == "string_end"), None)
+    if start is None or end is None:
+        return None
+    if "f" in _text(start).lower().rstrip("'\""):
+        return None  # interpolated: the text is not known statically
+    return start.end_byte, end.start_byte
+
+
+def _inside_import(node: Node) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.type in ("import_statement", "import_from_statement"):
+            return True
+        if parent.type in ("module", "block", "expression_statement"):
+            return False
+        parent = parent.parent
+    return False
+
+
+def _normalise(path: str) -> str:
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part in ("", "."):
+            continue
+        if part == ".." and parts and parts[-1] != "..":
+            parts.pop()
+        else:
+            parts.append(part)
+    return "/".join(parts)
+
+
+def deps_name(name: str) -> str:
+    from portcheck.python.rules import normalise_package
+
+    return normalise_package(name)
+
+
+def scan_python(extractor: Extractor, result: FileScan, data: bytes) -> None:
+    """Fill `result` (a Python file or manifest) with what portcheck.python finds."""
+    scan = PythonScan(extractor, result, data)
+    parser = deps.PARSERS.get(result.language)
+    if parser is not None:
+        scan.manifest(parser(data.decode("utf-8", "replace")))
+    else:
+        scan.code()
+        if PurePosixPath(result.path).name == "setup.py":  # nvcc flags in a setup script
+            ctx = Context(
+                result.path,
+                result.language,
+                data,
+                None,
+                [],
+                scan.positions.span,
+                lambda offset: False,
+            )
+            result.findings.extend(run_checks(ctx, extractor.ignore))
+    suppressions = _suppressions(data)
+    if suppressions:
+
+        def kept(line: int, slug: str, ident: str) -> bool:
+            slugs = suppressions.get(line, frozenset())
+            return not (slugs is None or slug in slugs or ident in slugs)
+
+        result.py_findings = [f for f in result.py_findings if kept(f.span.line, f.slug, f.id)]
+    result.py_findings.sort(key=lambda f: (f.span.start_byte, f.id))
+    result.uses.sort(key=lambda u: (u.span.start_byte, u.name))
