@@ -11,7 +11,8 @@ import pytest
 
 import portcheck
 from portcheck.checks import REGISTRY, catalogue
-from portcheck.checks.docs import render_hazard_doc, render_index
+from portcheck.checks.docs import render_hazard_doc, render_index, render_python_hazard_doc
+from portcheck.python.rules import python_rules
 
 from conftest import FIXTURES, REPO
 
@@ -108,7 +109,16 @@ def test_help_pages_are_generated_from_the_catalogue(slug):
     assert page.read_text() == render_hazard_doc(catalogue()[slug]), (
         "docs out of date: run `python tools/gen_hazard_docs.py`"
     )
-    assert (REPO / "docs" / "rules" / "README.md").read_text() == render_index(catalogue())
+    index = render_index(catalogue(), python_rules().hazards)
+    assert (REPO / "docs" / "rules" / "README.md").read_text() == index
+
+
+@pytest.mark.parametrize("slug", sorted(python_rules().hazards))
+def test_python_help_pages_are_generated(slug):
+    page = REPO / "docs" / "rules" / f"{slug}.md"
+    assert page.read_text() == render_python_hazard_doc(python_rules().hazards[slug]), (
+        "docs out of date: run `python tools/gen_hazard_docs.py`"
+    )
 
 
 def test_findings_carry_verdicts_help_and_fix():

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from portcheck.checks import HazardSpec
-from portcheck.model import TARGETS
+from portcheck.model import ROUTES, TARGETS
+from portcheck.python.rules import PyHazardSpec
+
+ROUTE_TITLE = {"rocm": "PyTorch on ROCm", "directml": "DirectML"}
 
 TARGET_TITLE = {"hip": "HIP", "zluda": "ZLUDA", "scale": "SCALE"}
 
@@ -37,7 +40,26 @@ def render_hazard_doc(spec: HazardSpec) -> str:
     )
 
 
-def render_index(specs: Mapping[str, HazardSpec]) -> str:
+def render_python_hazard_doc(spec: PyHazardSpec) -> str:
+    verdicts = "\n".join(f"| {ROUTE_TITLE[r]} | {spec.targets[r].value} |" for r in ROUTES)
+    return (
+        f"# {spec.slug} ({spec.id})\n\n"
+        f"*{spec.summary}* — severity **{spec.severity.name.lower()}**; a Python hazard.\n\n"
+        "<!-- Generated from rules/python/hazards.yaml by tools/gen_hazard_docs.py; "
+        "do not edit. -->\n\n"
+        f"## Why is this a problem?\n\n{spec.why}\n\n"
+        f"## Per Python route\n\n| route | verdict |\n|---|---|\n{verdicts}\n\n"
+        f"## Fix\n\n{spec.fix}\n\n"
+        f"## Source\n\n{spec.source}\n\n"
+        "## Suppressing\n\n"
+        f"Add `# portcheck: ignore[{spec.slug}]` on the line (or the line before), or run "
+        f"`portcheck scan --ignore {spec.id}`.\n"
+    )
+
+
+def render_index(
+    specs: Mapping[str, HazardSpec], python: Mapping[str, PyHazardSpec] | None = None
+) -> str:
     rows = "\n".join(
         f"| {s.id} | [{s.slug}]({s.slug}.md) | {s.severity.name.lower()} | {s.summary} | "
         + " | ".join(s.targets[t].value for t in TARGETS)
@@ -50,5 +72,21 @@ def render_index(specs: Mapping[str, HazardSpec]) -> str:
         "Problems that renaming CUDA to HIP cannot fix. Verdict per route for code that has "
         "the hazard.\n\n"
         "| id | slug | severity | what | HIP | ZLUDA | SCALE |\n|---|---|---|---|---|---|---|\n"
+        f"{rows}\n" + (_python_index(python) if python else "")
+    )
+
+
+def _python_index(specs: Mapping[str, PyHazardSpec]) -> str:
+    rows = "\n".join(
+        f"| {s.id} | [{s.slug}]({s.slug}.md) | {s.severity.name.lower()} | {s.summary} | "
+        + " | ".join(s.targets[r].value for r in ROUTES)
+        + " |"
+        for s in sorted(specs.values(), key=lambda s: s.id)
+    )
+    return (
+        "\n## Python hazards\n\n"
+        "Python code and dependency manifests, judged on the Python routes.\n\n"
+        "| id | slug | severity | what | PyTorch on ROCm | DirectML |\n"
+        "|---|---|---|---|---|---|\n"
         f"{rows}\n"
     )

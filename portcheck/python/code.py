@@ -351,7 +351,7 @@ class PythonScan:
         if name is None:
             return
         self.use(name, node)
-        if name == "torch.version.cuda":
+        if name == "torch.version.cuda" and not _guarded_by_hip_check(node):
             self.finding(
                 "torch-version-cuda",
                 node.start_byte,
@@ -655,6 +655,33 @@ def _string_content(node: Node) -> tuple[int, int] | None:
     if "f" in _text(start).lower().rstrip("'\""):
         return None  # interpolated: the text is not known statically
     return start.end_byte, end.start_byte
+
+
+HIP_CHECK = re.compile(r"hip|rocm", re.IGNORECASE)
+
+
+def _guarded_by_hip_check(node: Node) -> bool:
+    """Is this code under a condition that already tells ROCm apart (`if torch.version.hip:
+    … else: <here>`, `x if is_rocm else <here>`)? Then the author has handled ROCm."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if parent.type in (
+            "if_statement",
+            "elif_clause",
+            "conditional_expression",
+            "while_statement",
+        ):
+            condition = (
+                parent.child_by_field_name("condition")
+                if parent.type != "conditional_expression"
+                else parent.named_children[1]
+                if len(parent.named_children) > 1
+                else None
+            )
+            if condition is not None and condition != child and HIP_CHECK.search(_text(condition)):
+                return True
+        child, parent = parent, parent.parent
+    return False
 
 
 def _inside_import(node: Node) -> bool:
