@@ -205,7 +205,11 @@ def scan_candidates(
             if data is None or isinstance(data, Skipped):
                 slots.append([candidate, data])
             else:
-                key = _key(extractor, candidate.relpath, candidate.language, data)
+                key = (
+                    _key(extractor, candidate.relpath, candidate.language, data)
+                    if cache is not None
+                    else ""
+                )
                 payload = cache.get(key) if cache is not None else None
                 if payload is not None:
                     slots.append([candidate, _from_wire(payload, extractor.rules)])

@@ -191,17 +191,15 @@ def trie_pattern(words: Iterable[str]) -> str:
     return emit(trie)
 
 
+_NEWLINE = re.compile(b"\n")
+
+
 class _LineIndex:
     """Byte offset -> 1-based (line, character column)."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.starts = [0]
-        find = data.find
-        pos = find(b"\n")
-        while pos != -1:
-            self.starts.append(pos + 1)
-            pos = find(b"\n", pos + 1)
+        self.starts = [0, *(m.end() for m in _NEWLINE.finditer(data))]
 
     def position(self, offset: int) -> tuple[int, int]:
         row = bisect.bisect_right(self.starts, offset) - 1

@@ -69,17 +69,18 @@ COMMENT = {Language.CMAKE: b"#", Language.MAKE: b"#", Language.PYTHON: b"#"}
 def build_system(ctx: Context) -> None:
     if ctx.language not in COMMENT:
         return
-    line_start = 0
-    for line in ctx.data.splitlines(keepends=True):
-        code = line.split(COMMENT[ctx.language], 1)[0]
-        for pattern, message, fix in BUILD_RULES:
-            match = pattern.search(code)
-            if match:
-                ctx.report(
-                    line_start + match.start(),
-                    line_start + match.end(),
-                    message,
-                    fix=fix,
-                    once_per_line=False,
-                )
-        line_start += len(line)
+    data = ctx.data
+    comment = COMMENT[ctx.language]
+    hits: list[tuple[int, int, int, str, str]] = []  # (start, end, rule, message, fix)
+    seen: set[tuple[int, int]] = set()  # (rule, line start): the first match per line counts
+    for number, (pattern, message, fix) in enumerate(BUILD_RULES):
+        for match in pattern.finditer(data):
+            line_start = data.rfind(b"\n", 0, match.start()) + 1
+            if data.find(comment, line_start, match.end()) != -1:
+                continue  # commented out
+            if (number, line_start) in seen:
+                continue
+            seen.add((number, line_start))
+            hits.append((match.start(), match.end(), number, message, fix))
+    for start, end, _, message, fix in sorted(hits, key=lambda h: (h[0], h[2])):
+        ctx.report(start, end, message, fix=fix, once_per_line=False)
