@@ -235,19 +235,7 @@ class PyFinding(_FastPickle):
     fingerprint: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "id": self.id,
-            "slug": self.slug,
-            "severity": self.severity.name.lower(),
-            "path": self.path,
-            "line": self.span.line,
-            "column": self.span.column,
-            "message": self.message,
-            "targets": self.targets.to_dict(),
-            "help_url": self.help_url,
-            "fix": self.fix,
-            "fingerprint": self.fingerprint,
-        }
+        return {**_finding_fields(self), "fingerprint": self.fingerprint}
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,20 +371,27 @@ class Finding(_FastPickle):
 
     def to_dict(self) -> dict[str, object]:
         return {
-            "id": self.id,
-            "slug": self.slug,
-            "severity": self.severity.name.lower(),
-            "path": self.path,
-            "line": self.span.line,
-            "column": self.span.column,
-            "message": self.message,
-            "targets": self.targets.to_dict(),
-            "help_url": self.help_url,
-            "fix": self.fix,
+            **_finding_fields(self),
             "function": self.function,
             "kernels": list(self.kernels),
             "fingerprint": self.fingerprint,
         }
+
+
+def _finding_fields(finding: Finding | PyFinding) -> dict[str, object]:
+    """The JSON fields CUDA and Python findings share."""
+    return {
+        "id": finding.id,
+        "slug": finding.slug,
+        "severity": finding.severity.name.lower(),
+        "path": finding.path,
+        "line": finding.span.line,
+        "column": finding.span.column,
+        "message": finding.message,
+        "targets": finding.targets.to_dict(),
+        "help_url": finding.help_url,
+        "fix": finding.fix,
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -397,9 +397,14 @@ class PythonScan:
         elif name in EXTENSION_BUILDERS:
             self._extension(node, name, arguments)
         elif name == INLINE_BUILDER:
-            self._inline_extension(node, arguments)
+            source = self._argument(arguments, 2, "cuda_sources")
+            message = "`load_inline` compiles CUDA source strings at run time"
+            self._compiled_source(node, "load_inline", source, "cuda-extension", message)
         elif name in KERNEL_STRINGS:
-            self._kernel_string(node, KERNEL_STRINGS[name], arguments)
+            kind = KERNEL_STRINGS[name]
+            source = self._argument(arguments, *KERNEL_SOURCE_ARGUMENT.get(kind, (0, "code")))
+            message = f"CuPy `{kind}` compiles CUDA C++ at run time"
+            self._compiled_source(node, kind, source, "cuda-kernel-string", message)
         elif name in ("subprocess.run", "subprocess.check_output", "subprocess.Popen"):
             pass  # nvidia-smi is caught on the string itself
 
@@ -489,43 +494,17 @@ class PythonScan:
             f"`{kind}` builds CUDA code ({listed}) into the Python package",
         )
 
-    def _inline_extension(self, node: Node, arguments: Node | None) -> None:
-        source = self._argument(arguments, 2, "cuda_sources")
+    def _compiled_source(
+        self, node: Node, kind: str, source: Node | None, slug: str, message: str
+    ) -> None:
+        """CUDA source handed to a compiler at run time (`load_inline`, CuPy kernels):
+        scanned as CUDA, listed, and reported."""
         scanned = self._scan_cuda_strings(source)
-        self.result.extensions.append(
-            Extension(
-                "load_inline",
-                self.path,
-                self.positions.span(node.start_byte, node.end_byte).line,
-                scanned_lines=scanned,
-            )
-        )
-        self.finding(
-            "cuda-extension",
-            node.start_byte,
-            node.end_byte,
-            "`load_inline` compiles CUDA source strings at run time",
-        )
-
-    def _kernel_string(self, node: Node, kind: str, arguments: Node | None) -> None:
-        position, keyword = KERNEL_SOURCE_ARGUMENT.get(kind, (0, "code"))
-        source = self._argument(arguments, position, keyword)
-        scanned = self._scan_cuda_strings(source)
-        self.result.extensions.append(
-            Extension(
-                kind,
-                self.path,
-                self.positions.span(node.start_byte, node.end_byte).line,
-                scanned_lines=scanned,
-            )
-        )
-        self.finding(
-            "cuda-kernel-string",
-            node.start_byte,
-            node.end_byte,
-            f"CuPy `{kind}` compiles CUDA C++ at run time"
-            + (f" ({scanned} lines scanned as CUDA)" if scanned else ""),
-        )
+        line = self.positions.span(node.start_byte, node.end_byte).line
+        self.result.extensions.append(Extension(kind, self.path, line, scanned_lines=scanned))
+        if scanned:
+            message += f" ({scanned} lines scanned as CUDA)"
+        self.finding(slug, node.start_byte, node.end_byte, message)
 
     def _scan_cuda_strings(self, node: Node | None) -> int:
         """Scan the CUDA source in a string argument (or the string a name is bound to,

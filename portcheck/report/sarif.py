@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from portcheck.checks import catalogue
+from portcheck.checks import HazardSpec, catalogue
 from portcheck.model import Report, Severity, Span
-from portcheck.python.rules import python_rules
+from portcheck.python.rules import PyHazardSpec, python_rules
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {
@@ -23,41 +23,12 @@ INFORMATION_URI = "https://github.com/portcheck/portcheck"
 def report_to_sarif(report: Report) -> dict[str, object]:
     specs = sorted(catalogue().values(), key=lambda s: s.id)
     index = {spec.slug: i for i, spec in enumerate(specs)}
-    rules = [
-        {
-            "id": spec.id,
-            "name": spec.slug,
-            "shortDescription": {"text": spec.summary},
-            "fullDescription": {"text": spec.why},
-            "helpUri": spec.help_url,
-            "help": {"text": spec.fix, "markdown": f"{spec.fix}\n\nSee `{spec.help_url}`."},
-            "defaultConfiguration": {"level": LEVEL[spec.severity]},
-            "properties": {
-                "tags": ["portability", "amd", spec.slug],
-                "targets": spec.targets.to_dict(),
-            },
-        }
-        for spec in specs
-    ]
+    rules = [_rule(spec, f"{spec.fix}\n\nSee `{spec.help_url}`.", [spec.slug]) for spec in specs]
     # The Python hazards (PY…) follow, judged on the Python routes.
-    py_specs = sorted(python_rules().hazards.values(), key=lambda s: s.id)
-    for spec in py_specs:
-        index[spec.slug] = len(rules)
-        rules.append(
-            {
-                "id": spec.id,
-                "name": spec.slug,
-                "shortDescription": {"text": spec.summary},
-                "fullDescription": {"text": spec.why},
-                "helpUri": spec.help_url,
-                "help": {"text": spec.fix, "markdown": f"{spec.fix}\n\nSource: {spec.source}"},
-                "defaultConfiguration": {"level": LEVEL[spec.severity]},
-                "properties": {
-                    "tags": ["portability", "amd", "python", spec.slug],
-                    "targets": spec.targets.to_dict(),
-                },
-            }
-        )
+    for py_spec in sorted(python_rules().hazards.values(), key=lambda s: s.id):
+        index[py_spec.slug] = len(rules)
+        markdown = f"{py_spec.fix}\n\nSource: {py_spec.source}"
+        rules.append(_rule(py_spec, markdown, ["python", py_spec.slug]))
     results = []
     for finding in report.findings:
         results.append(
@@ -112,6 +83,19 @@ def report_to_sarif(report: Report) -> dict[str, object]:
                 "properties": {"scores": dict(report.scores)},
             }
         ],
+    }
+
+
+def _rule(spec: HazardSpec | PyHazardSpec, markdown: str, tags: list[str]) -> dict[str, object]:
+    return {
+        "id": spec.id,
+        "name": spec.slug,
+        "shortDescription": {"text": spec.summary},
+        "fullDescription": {"text": spec.why},
+        "helpUri": spec.help_url,
+        "help": {"text": spec.fix, "markdown": markdown},
+        "defaultConfiguration": {"level": LEVEL[spec.severity]},
+        "properties": {"tags": ["portability", "amd", *tags], "targets": spec.targets.to_dict()},
     }
 
 
