@@ -28,7 +28,7 @@ from portcheck.resources import cache_dir, data_dir
 SCHEMA = "portcheck.rules/1"
 # Bump when validation or the cached form changes, so old caches are not reused.
 LOADER_VERSION = "1"
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
 KINDS = frozenset({"function", "type", "enum", "macro", "namespace", "header", "variable"})
 FILE_KEYS = frozenset({"schema", "family", "title", "sources", "entries"})
 ENTRY_REQUIRED = frozenset({"cuda", "kind", "hip", "status", "source"})
@@ -191,7 +191,7 @@ def _parse_entry(
 def parse_rule_file(text: str, where: str, stem: str) -> tuple[str, str, list[ApiRule]]:
     """Validate one family file; returns (family, title, rules)."""
     try:
-        doc = yaml.load(text, Loader=_YAML_LOADER)
+        doc = yaml.load(text, Loader=YAML_LOADER)
     except yaml.YAMLError as exc:
         raise _fail(where, f"not valid YAML: {exc}") from None
     if not isinstance(doc, dict):

@@ -18,6 +18,7 @@ import yaml
 
 from portcheck.model import ROUTES, PyRule, RouteVerdicts, Severity, Status
 from portcheck.resources import data_dir
+from portcheck.ruleset import YAML_LOADER
 
 RULES_SCHEMA = "portcheck.python-rules/1"
 HAZARDS_SCHEMA = "portcheck.python-hazards/1"
@@ -58,7 +59,7 @@ def _verdicts(raw: Any, where: str) -> RouteVerdicts:
 def _load(name: str, schema: str) -> list[Any]:
     try:
         text = data_dir("rules").joinpath("python", name).read_text("utf-8")
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=YAML_LOADER)
     except (OSError, yaml.YAMLError) as exc:
         raise PythonRuleError(f"python/{name}: cannot read: {exc}") from None
     if not isinstance(doc, dict) or doc.get("schema") != schema:
