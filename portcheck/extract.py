@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import PurePosixPath
 
 from tree_sitter import Node, QueryCursor
 
@@ -31,10 +32,10 @@ from portcheck.model import (
     Language,
     PyFinding,
     PyUse,
-    Span,
     Use,
 )
 from portcheck.parse import count_lines, decode_source, parse_cuda
+from portcheck.parse.text import LineIndex
 from portcheck.parse.treesitter import STRUCTURE_QUERY
 from portcheck.ruleset import RuleSet
 
@@ -191,29 +192,6 @@ def trie_pattern(words: Iterable[str]) -> str:
     return emit(trie)
 
 
-_NEWLINE = re.compile(b"\n")
-
-
-class _LineIndex:
-    """Byte offset -> 1-based (line, character column)."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.starts = [0, *(m.end() for m in _NEWLINE.finditer(data))]
-
-    def position(self, offset: int) -> tuple[int, int]:
-        row = bisect.bisect_right(self.starts, offset) - 1
-        start = self.starts[row]
-        prefix = self.data[start:offset]
-        column = len(prefix) if prefix.isascii() else len(prefix.decode("utf-8", "replace"))
-        return row + 1, column + 1
-
-    def span(self, start: int, end: int) -> Span:
-        line, column = self.position(start)
-        end_line, end_column = self.position(end)
-        return Span(line, column, end_line, end_column, start, end)
-
-
 MASKED_IN_MACRO = re.compile(
     rb"//.*|/\*.*?(?:\*/|$)|\"(?:\\.|[^\"\\])*(?:\"|$)|'(?:\\.|[^'\\])*(?:'|$)", re.DOTALL
 )
@@ -296,17 +274,18 @@ class Extractor:
             from portcheck.python.code import scan_python
 
             scan_python(self, result, data)
-            return result
         if not language.is_source:
-            index = _LineIndex(data)
-            ctx = Context(path, language, data, None, [], index.span, lambda offset: False)
-            result.findings = run_checks(ctx, self.ignore)
+            # Build files, and setup.py among the Python files (nvcc flags, CUDAExtension).
+            if not language.is_python or PurePosixPath(path).name == "setup.py":
+                index = LineIndex(data)
+                ctx = Context(path, language, data, None, [], index.span, lambda offset: False)
+                result.findings.extend(run_checks(ctx, self.ignore))
             return result
         if not data.strip():
             return result
         tree = parse_cuda(data)
         root = tree.root_node
-        index = _LineIndex(data)
+        index = LineIndex(data)
         captures = QueryCursor(STRUCTURE_QUERY).captures(root)
         result.parse_errors = len(captures.get("error", ()))
 

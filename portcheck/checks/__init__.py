@@ -19,8 +19,19 @@ from typing import Any
 
 import yaml
 
-from portcheck.model import TARGETS, Finding, Language, Severity, Span, Status, Use, Verdicts
+from portcheck.model import (
+    TARGETS,
+    Finding,
+    Language,
+    PyFinding,
+    Severity,
+    Span,
+    Status,
+    Use,
+    Verdicts,
+)
 from portcheck.resources import data_dir
+from portcheck.ruleset import YAML_LOADER
 
 CATALOGUE_SCHEMA = "portcheck.hazards/1"
 HELP_BASE = "docs/rules"
@@ -106,7 +117,8 @@ def _spec(raw: Any, index: int) -> HazardSpec:
 def catalogue() -> dict[str, HazardSpec]:
     """The hazard catalogue by slug, validated once per process."""
     try:
-        doc = yaml.safe_load(data_dir("rules").joinpath("hazards.yaml").read_text("utf-8"))
+        text = data_dir("rules").joinpath("hazards.yaml").read_text("utf-8")
+        doc = yaml.load(text, Loader=YAML_LOADER)
     except yaml.YAMLError as exc:
         raise CatalogueError(f"hazards.yaml: not valid YAML: {exc}") from None
     if not isinstance(doc, dict) or doc.get("schema") != CATALOGUE_SCHEMA:
@@ -142,6 +154,16 @@ def resolve_ignores(values: Iterable[str]) -> frozenset[str]:
                     f"unknown hazard {item!r} (use an id such as PC001 or PY001, or a slug)"
                 )
     return frozenset(slugs)
+
+
+def line_fingerprint(slug: str, path: str, data: bytes, offset: int) -> str:
+    """Stable across edits elsewhere in the file: hazard, file and the line's own text
+    (whitespace-normalised)."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    line_end = data.find(b"\n", offset)
+    line = data[line_start : line_end if line_end != -1 else len(data)]
+    digest = hashlib.sha256(f"{slug}\0{path}\0".encode() + b" ".join(line.split()))
+    return digest.hexdigest()[:20]
 
 
 @dataclass
@@ -183,8 +205,10 @@ class Context:
         fix: str | None = None,
         targets: Verdicts | None = None,
         once_per_line: bool = True,
+        slug: str | None = None,
     ) -> None:
-        spec = self._current
+        """Report the current check's hazard (or the catalogue's `slug`) at start..end."""
+        spec = catalogue()[slug] if slug is not None else self._current
         assert spec is not None, "report() called outside a registered check"
         span = self.span(start, end)
         if once_per_line:
@@ -204,16 +228,9 @@ class Context:
                 help_url=spec.help_url,
                 fix=fix or spec.fix,
                 function=self.function_at(start),
-                fingerprint=self._fingerprint(spec.slug, start),
+                fingerprint=line_fingerprint(spec.slug, self.path, self.data, start),
             )
         )
-
-    def _fingerprint(self, slug: str, offset: int) -> str:
-        line_start = self.data.rfind(b"\n", 0, offset) + 1
-        line_end = self.data.find(b"\n", offset)
-        line = self.data[line_start : line_end if line_end != -1 else len(self.data)]
-        digest = hashlib.sha256(f"{slug}\0{self.path}\0".encode() + b" ".join(line.split()))
-        return digest.hexdigest()[:20]
 
     @property
     def macro_constants(self) -> dict[str, int]:
@@ -268,7 +285,7 @@ def hazard(slug: str) -> Callable[[Check], Check]:
     return register
 
 
-def _suppressions(data: bytes) -> dict[int, frozenset[str] | None]:
+def suppressions_in(data: bytes) -> dict[int, frozenset[str] | None]:
     """line -> slugs ignored there (None = all), from `portcheck: ignore[...]` comments.
     A suppression covers its own line and the next one."""
     found: dict[int, frozenset[str] | None] = {}
@@ -290,7 +307,9 @@ def _suppressions(data: bytes) -> dict[int, frozenset[str] | None]:
     return found
 
 
-def _suppressed(finding: Finding, suppressions: Mapping[int, frozenset[str] | None]) -> bool:
+def suppressed(
+    finding: Finding | PyFinding, suppressions: Mapping[int, frozenset[str] | None]
+) -> bool:
     if finding.span.line not in suppressions:
         return False
     slugs = suppressions[finding.span.line]
@@ -308,7 +327,7 @@ def run_checks(ctx: Context, ignore: frozenset[str] = frozenset()) -> list[Findi
         ctx._current = specs[slug]
         check(ctx)
     ctx._current = None
-    suppressions = _suppressions(ctx.data)
-    kept = [f for f in ctx.findings if not _suppressed(f, suppressions)]
+    suppressions = suppressions_in(ctx.data)
+    kept = [f for f in ctx.findings if not suppressed(f, suppressions)]
     kept.sort(key=lambda f: (f.span.start_byte, f.id))
     return kept

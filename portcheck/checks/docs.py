@@ -3,13 +3,12 @@ tools/gen_hazard_docs.py writes them; a test checks the files on disk match."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from portcheck.checks import HazardSpec
 from portcheck.model import ROUTES, TARGETS
 from portcheck.python.rules import PyHazardSpec
-
-ROUTE_TITLE = {"rocm": "PyTorch on ROCm", "directml": "DirectML"}
+from portcheck.report.text import PY_ROUTE_TITLE
 
 TARGET_TITLE = {"hip": "HIP", "zluda": "ZLUDA", "scale": "SCALE"}
 
@@ -41,7 +40,7 @@ def render_hazard_doc(spec: HazardSpec) -> str:
 
 
 def render_python_hazard_doc(spec: PyHazardSpec) -> str:
-    verdicts = "\n".join(f"| {ROUTE_TITLE[r]} | {spec.targets[r].value} |" for r in ROUTES)
+    verdicts = "\n".join(f"| {PY_ROUTE_TITLE[r]} | {spec.targets[r].value} |" for r in ROUTES)
     return (
         f"# {spec.slug} ({spec.id})\n\n"
         f"*{spec.summary}* — severity **{spec.severity.name.lower()}**; a Python hazard.\n\n"
@@ -60,12 +59,7 @@ def render_python_hazard_doc(spec: PyHazardSpec) -> str:
 def render_index(
     specs: Mapping[str, HazardSpec], python: Mapping[str, PyHazardSpec] | None = None
 ) -> str:
-    rows = "\n".join(
-        f"| {s.id} | [{s.slug}]({s.slug}.md) | {s.severity.name.lower()} | {s.summary} | "
-        + " | ".join(s.targets[t].value for t in TARGETS)
-        + " |"
-        for s in sorted(specs.values(), key=lambda s: s.id)
-    )
+    rows = _index_rows(specs.values(), TARGETS)
     return (
         "# Hazard reference\n\n"
         "<!-- Generated from rules/hazards.yaml by tools/gen_hazard_docs.py; do not edit. -->\n\n"
@@ -76,13 +70,18 @@ def render_index(
     )
 
 
-def _python_index(specs: Mapping[str, PyHazardSpec]) -> str:
-    rows = "\n".join(
+def _index_rows(specs: Iterable[HazardSpec | PyHazardSpec], columns: Sequence[str]) -> str:
+    """One table row per hazard, by id: link, severity, summary, a verdict per column."""
+    return "\n".join(
         f"| {s.id} | [{s.slug}]({s.slug}.md) | {s.severity.name.lower()} | {s.summary} | "
-        + " | ".join(s.targets[r].value for r in ROUTES)
+        + " | ".join(s.targets[c].value for c in columns)
         + " |"
-        for s in sorted(specs.values(), key=lambda s: s.id)
+        for s in sorted(specs, key=lambda s: s.id)
     )
+
+
+def _python_index(specs: Mapping[str, PyHazardSpec]) -> str:
+    rows = _index_rows(specs.values(), ROUTES)
     return (
         "\n## Python hazards\n\n"
         "Python code and dependency manifests, judged on the Python routes.\n\n"

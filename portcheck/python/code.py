@@ -16,7 +16,6 @@ and strings are never uses. On top of the names:
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterator
 from dataclasses import replace
@@ -27,11 +26,17 @@ import tree_sitter_python
 from tree_sitter import Language as TSLanguage
 from tree_sitter import Node, Parser
 
-from portcheck.checks import Context, _suppressions, catalogue, run_checks
+from portcheck.checks import (
+    Context,
+    FunctionInfo,
+    line_fingerprint,
+    suppressed,
+    suppressions_in,
+)
 from portcheck.model import (
     Dependency,
     Extension,
-    Finding,
+    Kernel,
     Language,
     PyFinding,
     PyUse,
@@ -39,8 +44,9 @@ from portcheck.model import (
     Span,
     Status,
 )
+from portcheck.parse.text import LineIndex
 from portcheck.python import deps
-from portcheck.python.rules import PythonRules, python_rules
+from portcheck.python.rules import PythonRules, normalise_package, python_rules
 
 if TYPE_CHECKING:
     from portcheck.extract import Extractor, FileScan
@@ -102,22 +108,6 @@ def _text(node: Node | None) -> str:
     return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
 
 
-class _Positions:
-    """Byte offset -> Span (1-based lines, character columns)."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-
-    def span(self, start: int, end: int) -> Span:
-        return Span(*self._point(start), *self._point(end), start, end)
-
-    def _point(self, offset: int) -> tuple[int, int]:
-        line_start = self.data.rfind(b"\n", 0, offset) + 1
-        line = self.data.count(b"\n", 0, offset) + 1
-        column = len(self.data[line_start:offset].decode("utf-8", "replace")) + 1
-        return line, column
-
-
 class PythonScan:
     """The state of scanning one Python file or manifest."""
 
@@ -127,7 +117,7 @@ class PythonScan:
         self.result = result
         self.path = result.path
         self.data = data
-        self.positions = _Positions(data)
+        self.lines = LineIndex(data)
         self.aliases: dict[str, str] = {}  # local name -> dotted module or object
         self.strings: dict[str, Node] = {}  # NAME = "..." assignments, for kernel sources
         self.lists: dict[str, Node] = {}  # NAME = [...] assignments, for install_requires
@@ -144,7 +134,7 @@ class PythonScan:
         targets: RouteVerdicts | None = None,
     ) -> None:
         spec = self.rules.hazards[slug]
-        span = self.positions.span(start, end)
+        span = self.lines.span(start, end)
         if slug in self.extractor.ignore or spec.id in self.extractor.ignore:
             return
         if any(
@@ -152,10 +142,6 @@ class PythonScan:
             for f in self.result.py_findings
         ):
             return
-        line_start = self.data.rfind(b"\n", 0, start) + 1
-        line_end = self.data.find(b"\n", start)
-        line = self.data[line_start : line_end if line_end != -1 else len(self.data)]
-        digest = hashlib.sha256(f"{slug}\0{self.path}\0".encode() + b" ".join(line.split()))
         self.result.py_findings.append(
             PyFinding(
                 id=spec.id,
@@ -167,14 +153,14 @@ class PythonScan:
                 targets=targets or spec.targets,
                 help_url=spec.help_url,
                 fix=fix or spec.fix,
-                fingerprint=digest.hexdigest()[:20],
+                fingerprint=line_fingerprint(slug, self.path, self.data, start),
             )
         )
 
     def use(self, name: str, node: Node) -> None:
         rule = self.rules.api(name)
         if rule is not None:
-            span = self.positions.span(node.start_byte, node.end_byte)
+            span = self.lines.span(node.start_byte, node.end_byte)
             self.result.py_uses.append(PyUse(name, self.path, span, rule))
 
     # -- manifests ----------------------------------------------------------------------
@@ -187,19 +173,10 @@ class PythonScan:
         for url, line in manifest.indexes:
             self.index(url, line)
 
-    def _line_offsets(self, line: int) -> tuple[int, int]:
-        start = 0
-        for _ in range(line - 1):
-            start = self.data.find(b"\n", start) + 1
-            if start == 0:
-                return len(self.data), len(self.data)
-        end = self.data.find(b"\n", start)
-        return start, end if end != -1 else len(self.data)
-
     def requirement(self, requirement: deps.Requirement) -> None:
         rule = self.rules.package(requirement.name)
         dependency = Dependency(
-            name=deps_name(requirement.name),
+            name=normalise_package(requirement.name),
             spec=requirement.spec,
             path=self.path,
             line=requirement.line,
@@ -207,7 +184,7 @@ class PythonScan:
             rule=rule,
         )
         self.result.dependencies.append(dependency)
-        start, end = self._line_offsets(requirement.line)
+        start, end = self.lines.line_bounds(requirement.line)
         local = deps.CUDA_LOCAL_VERSION.search(requirement.spec)
         if local:
             self.finding(
@@ -241,7 +218,7 @@ class PythonScan:
             )
 
     def index(self, url: str, line: int) -> None:
-        start, end = self._line_offsets(line)
+        start, end = self.lines.line_bounds(line)
         cuda = deps.CUDA_INDEX.search(url)
         if cuda:
             self.finding(
@@ -250,9 +227,7 @@ class PythonScan:
                 end,
                 f"the package index {url} serves CUDA ({cuda.group(1)}) builds of PyTorch",
             )
-        elif url in ("conda:nvidia", "conda:nvidia/label/cuda-12.1.0") or url.startswith(
-            "conda:nvidia"
-        ):
+        elif url.startswith("conda:nvidia"):
             self.finding(
                 "cuda-wheel-index",
                 start,
@@ -263,9 +238,8 @@ class PythonScan:
     # -- Python code --------------------------------------------------------------------
 
     def code(self) -> None:
-        root = _parse(self.data)
-        self.result.parse_errors += sum(1 for n in _walk(root) if n.type == "ERROR")
-        nodes = list(_walk(root))
+        nodes = list(_walk(_parse(self.data)))
+        self.result.parse_errors += sum(1 for n in nodes if n.type == "ERROR")
         for node in nodes:
             if node.type in ("import_statement", "import_from_statement"):
                 self._import(node)
@@ -405,8 +379,6 @@ class PythonScan:
             source = self._argument(arguments, *KERNEL_SOURCE_ARGUMENT.get(kind, (0, "code")))
             message = f"CuPy `{kind}` compiles CUDA C++ at run time"
             self._compiled_source(node, kind, source, "cuda-kernel-string", message)
-        elif name in ("subprocess.run", "subprocess.check_output", "subprocess.Popen"):
-            pass  # nvidia-smi is caught on the string itself
 
     def _string(self, node: Node) -> None:
         content = _string_content(node)
@@ -439,7 +411,7 @@ class PythonScan:
                 )
                 definition = node.child_by_field_name("definition")
                 if definition is not None:
-                    self._numba_warp_checks(definition)
+                    self._numba_kernel(definition)
             elif name == "cupyx.jit.rawkernel":
                 self.finding(
                     "cuda-kernel-string",
@@ -482,7 +454,7 @@ class PythonScan:
             Extension(
                 kind,
                 self.path,
-                self.positions.span(node.start_byte, node.end_byte).line,
+                self.lines.span(node.start_byte, node.end_byte).line,
                 sources=sources,
             )
         )
@@ -500,7 +472,7 @@ class PythonScan:
         """CUDA source handed to a compiler at run time (`load_inline`, CuPy kernels):
         scanned as CUDA, listed, and reported."""
         scanned = self._scan_cuda_strings(source)
-        line = self.positions.span(node.start_byte, node.end_byte).line
+        line = self.lines.span(node.start_byte, node.end_byte).line
         self.result.extensions.append(Extension(kind, self.path, line, scanned_lines=scanned))
         if scanned:
             message += f" ({scanned} lines scanned as CUDA)"
@@ -526,7 +498,7 @@ class PythonScan:
         start, end = content
         source = self.data[start:end]
         inner = self.extractor.scan_file(self.path, Language.CUDA, source)
-        line, column = self.positions._point(start)
+        line, column = self.lines.position(start)
         self._merge_cuda(inner, line - 1, column - 1, start)
         return source.count(b"\n") + 1
 
@@ -550,9 +522,24 @@ class PythonScan:
             fn.end += offset
             self.result.functions.append(fn)
 
-    def _numba_warp_checks(self, definition: Node) -> None:
-        """32-wide warp assumptions in a numba.cuda kernel body (AMD CDNA waves are 64)."""
-        specs = catalogue()
+    def _numba_kernel(self, definition: Node) -> None:
+        """A numba.cuda kernel is a kernel of the report; its body is checked for 32-wide
+        warp assumptions (AMD CDNA wavefronts are 64 wide)."""
+        name = _text(definition.child_by_field_name("name"))
+        start, end = definition.start_byte, definition.end_byte
+        self.result.kernels.append(Kernel(name, self.path, self.lines.span(start, end)))
+        kernel = FunctionInfo(name, start, end, is_kernel=True, is_device=True)
+        self.result.functions.append(kernel)
+        ctx = Context(
+            self.path,
+            Language.PYTHON,
+            self.data,
+            None,
+            [],
+            self.lines.span,
+            lambda _: True,
+            functions=[kernel],
+        )
         for node in _walk(definition):
             slug = message = None
             if node.type == "binary_operator":
@@ -564,29 +551,10 @@ class PythonScan:
             elif node.type == "integer" and LANE_MASK.fullmatch(_text(node)):
                 slug = "lane-mask-width"
                 message = "a 32-bit lane mask; AMD wavefronts can have 64 lanes"
-            if slug is None or slug in self.extractor.ignore:
-                continue
-            spec = specs[slug]
-            span = self.positions.span(node.start_byte, node.end_byte)
-            if any(f.slug == slug and f.span.line == span.line for f in self.result.findings):
-                continue
-            self.result.findings.append(
-                Finding(
-                    id=spec.id,
-                    slug=slug,
-                    severity=spec.severity,
-                    path=self.path,
-                    span=span,
-                    message=f"numba.cuda kernel: {message}",
-                    targets=spec.targets,
-                    help_url=spec.help_url,
-                    fix=spec.fix,
-                    function=_text(definition.child_by_field_name("name")),
-                    fingerprint=hashlib.sha256(
-                        f"{slug}\0{self.path}\0{_text(node.parent)}".encode()
-                    ).hexdigest()[:20],
-                )
-            )
+            if slug is not None and slug not in self.extractor.ignore:
+                message = f"numba.cuda kernel: {message}"
+                ctx.report(node.start_byte, node.end_byte, message, slug=slug)
+        self.result.findings.extend(ctx.findings)
 
     # -- setup.py -------------------------------------------------------------------------
 
@@ -607,7 +575,7 @@ class PythonScan:
                     if content is None:
                         continue
                     text = self.data[content[0] : content[1]].decode("utf-8", "replace")
-                    found = deps.requirement(text, self.positions.span(*content).line)
+                    found = deps.requirement(text, self.lines.span(*content).line)
                     if found:
                         self.requirement(found)
 
@@ -686,12 +654,6 @@ def _normalise(path: str) -> str:
     return "/".join(parts)
 
 
-def deps_name(name: str) -> str:
-    from portcheck.python.rules import normalise_package
-
-    return normalise_package(name)
-
-
 def scan_python(extractor: Extractor, result: FileScan, data: bytes) -> None:
     """Fill `result` (a Python file or manifest) with what portcheck.python finds."""
     scan = PythonScan(extractor, result, data)
@@ -700,24 +662,8 @@ def scan_python(extractor: Extractor, result: FileScan, data: bytes) -> None:
         scan.manifest(parser(data.decode("utf-8", "replace")))
     else:
         scan.code()
-        if PurePosixPath(result.path).name == "setup.py":  # nvcc flags in a setup script
-            ctx = Context(
-                result.path,
-                result.language,
-                data,
-                None,
-                [],
-                scan.positions.span,
-                lambda offset: False,
-            )
-            result.findings.extend(run_checks(ctx, extractor.ignore))
-    suppressions = _suppressions(data)
-    if suppressions:
-
-        def kept(line: int, slug: str, ident: str) -> bool:
-            slugs = suppressions.get(line, frozenset())
-            return not (slugs is None or slug in slugs or ident in slugs)
-
-        result.py_findings = [f for f in result.py_findings if kept(f.span.line, f.slug, f.id)]
+    marks = suppressions_in(data)
+    result.py_findings = [f for f in result.py_findings if not suppressed(f, marks)]
+    result.findings = [f for f in result.findings if not suppressed(f, marks)]
     result.py_findings.sort(key=lambda f: (f.span.start_byte, f.id))
     result.uses.sort(key=lambda u: (u.span.start_byte, u.name))

@@ -150,10 +150,10 @@ def parse_pyproject(text: str) -> Manifest:
             for name in table:
                 if name.lower() != "python":
                     manifest.requirements.append(Requirement(name, name, finder.line_of(f"{name}")))
-    # Package indexes: uv's [[tool.uv.index]], poetry's [[tool.poetry.source]], pip's URLs.
+    # Package indexes (uv's [[tool.uv.index]], poetry's [[tool.poetry.source]], …): every URL
+    # is offered; only those that point at a CUDA build index are reported.
     for match in URL_IN_TEXT.finditer(text):
-        if "/whl/" in match.group() or "index" in match.group() or "pypi" in match.group():
-            manifest.indexes.append((match.group(), text.count("\n", 0, match.start()) + 1))
+        manifest.indexes.append((match.group(), text.count("\n", 0, match.start()) + 1))
     return manifest
 
 

@@ -23,9 +23,15 @@ from jinja2 import BaseLoader, Environment, StrictUndefined, TemplateNotFound
 from markupsafe import Markup, escape
 
 from portcheck.checks import catalogue
-from portcheck.model import Finding, Report, Severity, Status, Target, Use
+from portcheck.model import Finding, PyUse, Report, Severity, Status, Target, Use
 from portcheck.report.compile import CLASS_TITLE
-from portcheck.report.text import ROUTE_BLURB, STATUS_MARK, TARGET_TITLE
+from portcheck.report.text import (
+    PY_ROUTE_BLURB,
+    PY_ROUTE_TITLE,
+    ROUTE_BLURB,
+    STATUS_MARK,
+    TARGET_TITLE,
+)
 from portcheck.resources import data_dir
 
 # The score module is the single source of the formula; the report shows its arithmetic
@@ -194,35 +200,26 @@ def _context(report: Report) -> dict[str, object]:
     }
 
 
-PY_ROUTE_TITLE = {
-    "rocm": "PyTorch on ROCm",
-    "directml": "DirectML",
-}
-PY_ROUTE_BLURB = {
-    "rocm": "ROCm builds of PyTorch and of the GPU packages (Linux, AMD GPUs)",
-    "directml": "torch-directml: Windows/WSL, any DirectX 12 GPU",
-}
-
-
 def _python(report: Report) -> dict[str, object] | None:
     """The Python section: routes, dependencies, API names, findings, CUDA inside Python."""
     section = report.python
     if section is None:
         return None
-    apis: dict[str, dict[str, object]] = {}
+    first: dict[str, PyUse] = {}
+    counts: Counter[str] = Counter()
     for use in section.uses:
-        row = apis.get(use.rule.name)
-        if row is None:
-            apis[use.rule.name] = {
-                "name": use.rule.name,
-                "statuses": use.status.to_dict(),
-                "note": use.rule.note,
-                "source": use.rule.source,
-                "uses": 1,
-                "where": f"{use.path}:{use.span.line}",
-            }
-        else:
-            row["uses"] = int(str(row["uses"])) + 1
+        first.setdefault(use.rule.name, use)
+        counts[use.rule.name] += 1
+    apis = [
+        {
+            "name": name,
+            "statuses": use.status.to_dict(),
+            "note": use.rule.note,
+            "uses": counts[name],
+            "where": f"{use.path}:{use.span.line}",
+        }
+        for name, use in sorted(first.items(), key=lambda item: (-counts[item[0]], item[0]))
+    ]
     routes = [
         {
             "route": route,
@@ -236,9 +233,8 @@ def _python(report: Report) -> dict[str, object] | None:
     ]
     return {
         "routes": routes,
-        "route_title": PY_ROUTE_TITLE,
         "dependencies": [d.to_dict() for d in section.dependencies],
-        "apis": sorted(apis.values(), key=lambda r: (-int(str(r["uses"])), str(r["name"]))),
+        "apis": apis,
         "findings": [f.to_dict() for f in section.findings],
         "extensions": [e.to_dict() for e in section.extensions],
         "unknown_packages": section.unknown_packages,

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from portcheck.checks import catalogue
-from portcheck.model import Finding, Report, Target
+from portcheck.model import Finding, Report
+from portcheck.report.text import PY_ROUTE_TITLE, TARGET_TITLE
 
-TITLE = {Target.HIP: "HIP", Target.ZLUDA: "ZLUDA", Target.SCALE: "SCALE"}
 MARK = {"supported": "✅", "partial": "⚠️", "unsupported": "❌", "unknown": "❔"}
 PER_HAZARD = 5
 
@@ -24,7 +24,9 @@ def render_markdown(report: Report) -> str:
     for target in report.targets:
         effort = report.effort.get(str(target), {})
         hours = effort.get("total_hours", "—") if effort else "—"
-        lines.append(f"| {TITLE[target]} | **{report.scores[str(target)]}** / 100 | {hours} h |")
+        lines.append(
+            f"| {TARGET_TITLE[target]} | **{report.scores[str(target)]}** / 100 | {hours} h |"
+        )
     lines.append("")
     distinct = report.distinct_names
     lines.append(
@@ -59,10 +61,9 @@ def _python(report: Report) -> list[str]:
     section = report.python
     assert section is not None
     lines = ["#### Python", "", "| Python route | readiness | effort |", "|---|---:|---:|"]
-    titles = {"rocm": "PyTorch on ROCm", "directml": "DirectML"}
     for route, score in section.scores.items():
         hours = section.effort[route]["total_hours"]
-        lines.append(f"| {titles[route]} | **{score}** / 100 | {hours} h |")
+        lines.append(f"| {PY_ROUTE_TITLE[route]} | **{score}** / 100 | {hours} h |")
     lines.append("")
     for finding in section.findings[: PER_HAZARD * 4]:
         lines.append(
@@ -82,7 +83,9 @@ def _findings(report: Report) -> list[str]:
     for finding in report.findings:
         groups[finding.slug].append(finding)
     lines = [
-        "| hazard | severity | count | " + " | ".join(TITLE[t] for t in report.targets) + " |",
+        "| hazard | severity | count | "
+        + " | ".join(TARGET_TITLE[t] for t in report.targets)
+        + " |",
         "|---|---|---:|" + "---|" * len(report.targets),
     ]
     ordered = sorted(groups.items(), key=lambda kv: (-kv[1][0].severity, specs[kv[0]].id))

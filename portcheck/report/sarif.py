@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from portcheck.checks import HazardSpec, catalogue
-from portcheck.model import Report, Severity, Span
+from portcheck.model import Finding, PyFinding, Report, Severity, Span
 from portcheck.python.rules import PyHazardSpec, python_rules
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -29,41 +29,24 @@ def report_to_sarif(report: Report) -> dict[str, object]:
         index[py_spec.slug] = len(rules)
         markdown = f"{py_spec.fix}\n\nSource: {py_spec.source}"
         rules.append(_rule(py_spec, markdown, ["python", py_spec.slug]))
-    results = []
-    for finding in report.findings:
-        results.append(
-            {
-                "ruleId": finding.id,
-                "ruleIndex": index[finding.slug],
-                "level": LEVEL[finding.severity],
-                "message": {
-                    "text": f"{finding.message} (HIP: {finding.targets.hip}, ZLUDA: "
-                    f"{finding.targets.zluda}, SCALE: {finding.targets.scale})"
-                },
-                "locations": [_location(finding.path, finding.span)],
-                "partialFingerprints": {"portcheckFinding/v1": finding.fingerprint},
-                "properties": {
-                    "slug": finding.slug,
-                    "kernels": list(finding.kernels),
-                    "targets": finding.targets.to_dict(),
-                },
-            }
+    results = [
+        _result(
+            finding,
+            index[finding.slug],
+            f"HIP: {finding.targets.hip}, ZLUDA: {finding.targets.zluda}, "
+            f"SCALE: {finding.targets.scale}",
+            kernels=list(finding.kernels),
         )
-    for py in report.python.findings if report.python else ():
-        results.append(
-            {
-                "ruleId": py.id,
-                "ruleIndex": index[py.slug],
-                "level": LEVEL[py.severity],
-                "message": {
-                    "text": f"{py.message} (PyTorch on ROCm: {py.targets.rocm}, "
-                    f"DirectML: {py.targets.directml})"
-                },
-                "locations": [_location(py.path, py.span)],
-                "partialFingerprints": {"portcheckFinding/v1": py.fingerprint},
-                "properties": {"slug": py.slug, "targets": py.targets.to_dict()},
-            }
+        for finding in report.findings
+    ]
+    results += [
+        _result(
+            py,
+            index[py.slug],
+            f"PyTorch on ROCm: {py.targets.rocm}, DirectML: {py.targets.directml}",
         )
+        for py in (report.python.findings if report.python else ())
+    ]
     root_uri = Path(report.root).resolve().as_uri().rstrip("/") + "/"
     return {
         "$schema": SARIF_SCHEMA,
@@ -96,6 +79,20 @@ def _rule(spec: HazardSpec | PyHazardSpec, markdown: str, tags: list[str]) -> di
         "help": {"text": spec.fix, "markdown": markdown},
         "defaultConfiguration": {"level": LEVEL[spec.severity]},
         "properties": {"tags": ["portability", "amd", *tags], "targets": spec.targets.to_dict()},
+    }
+
+
+def _result(
+    finding: Finding | PyFinding, rule_index: int, verdicts: str, **properties: object
+) -> dict[str, object]:
+    return {
+        "ruleId": finding.id,
+        "ruleIndex": rule_index,
+        "level": LEVEL[finding.severity],
+        "message": {"text": f"{finding.message} ({verdicts})"},
+        "locations": [_location(finding.path, finding.span)],
+        "partialFingerprints": {"portcheckFinding/v1": finding.fingerprint},
+        "properties": {"slug": finding.slug, **properties, "targets": finding.targets.to_dict()},
     }
 
 

@@ -32,6 +32,12 @@ ROUTE_BLURB = {
     Target.ZLUDA: "run the CUDA binary unchanged (RDNA)",
     Target.SCALE: "compile the CUDA source for AMD",
 }
+# The Python routes (the Python section of every report format).
+PY_ROUTE_TITLE = {"rocm": "PyTorch on ROCm", "directml": "DirectML"}
+PY_ROUTE_BLURB = {
+    "rocm": "ROCm builds of PyTorch and GPU packages (Linux)",
+    "directml": "torch-directml (Windows/WSL, DirectX 12 GPUs)",
+}
 
 
 def _score_style(score: int) -> str:
@@ -168,6 +174,12 @@ def _attention(console: Console, report: Report) -> None:
 
 MAX_FINDINGS_PER_HAZARD = 5
 SEVERITY_STYLE = {"high": "red", "medium": "yellow", "low": "cyan", "info": "dim"}
+# The Python routes (the Python section of every report format).
+PY_ROUTE_TITLE = {"rocm": "PyTorch on ROCm", "directml": "DirectML"}
+PY_ROUTE_BLURB = {
+    "rocm": "ROCm builds of PyTorch and GPU packages (Linux)",
+    "directml": "torch-directml (Windows/WSL, DirectX 12 GPUs)",
+}
 
 
 def _findings(console: Console, report: Report) -> None:
@@ -252,12 +264,6 @@ def _unknown(console: Console, report: Report) -> None:
     console.print(Text(f"Not in the rule set (status unknown): {listed}{more}"))
 
 
-PY_ROUTE_LINE = {
-    "rocm": "ROCm builds of PyTorch and GPU packages (Linux)",
-    "directml": "torch-directml (Windows/WSL, DirectX 12 GPUs)",
-}
-
-
 def _python(console: Console, report: Report) -> None:
     section = report.python
     if section is None:
@@ -274,7 +280,7 @@ def _python(console: Console, report: Report) -> None:
         line = Text(f"  {route:<9}{score:>3}  ")
         line.append("█" * (score * 30 // 100), style=_score_style(score))
         line.append("·" * (30 - score * 30 // 100), style="dim")
-        line.append(f"  {PY_ROUTE_LINE[route]}, ~{hours} h")
+        line.append(f"  {PY_ROUTE_BLURB[route]}, ~{hours} h")
         console.print(line)
     for finding in section.findings:
         marks = "  ".join(
