@@ -6,22 +6,32 @@ print(report.scores, len(report.uses))
 print(report.to_json())
 """
 
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
 
-from portcheck.model import (
-    ApiRule,
-    Finding,
-    Kernel,
-    Report,
-    Severity,
-    Skipped,
-    Span,
-    Status,
-    Target,
-    Use,
-)
-from portcheck.ruleset import RuleError, RuleSet, load_rules
-from portcheck.scan import ScanError, scan
+# Public names and the module each lives in. They are imported on first use (PEP 562), so
+# `portcheck --version` or a scan answered from the cache does not load what it never runs.
+_EXPORTS = {
+    "ApiRule": "portcheck.model",
+    "Finding": "portcheck.model",
+    "Kernel": "portcheck.model",
+    "Report": "portcheck.model",
+    "Severity": "portcheck.model",
+    "Skipped": "portcheck.model",
+    "Span": "portcheck.model",
+    "Status": "portcheck.model",
+    "Target": "portcheck.model",
+    "Use": "portcheck.model",
+    "RuleError": "portcheck.ruleset",
+    "RuleSet": "portcheck.ruleset",
+    "load_rules": "portcheck.ruleset",
+    "ScanError": "portcheck.scan",
+    "scan": "portcheck.scan",
+}
 
 __all__ = [
     "ApiRule",
@@ -41,3 +51,32 @@ __all__ = [
     "load_rules",
     "scan",
 ]
+
+if TYPE_CHECKING:
+    from portcheck.model import (
+        ApiRule,
+        Finding,
+        Kernel,
+        Report,
+        Severity,
+        Skipped,
+        Span,
+        Status,
+        Target,
+        Use,
+    )
+    from portcheck.ruleset import RuleError, RuleSet, load_rules
+    from portcheck.scan import ScanError, scan
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'portcheck' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -36,7 +36,7 @@ from portcheck.model import (
 )
 from portcheck.parse import count_lines, decode_source, parse_cuda
 from portcheck.parse.text import LineIndex
-from portcheck.parse.treesitter import STRUCTURE_QUERY
+from portcheck.parse.treesitter import structure_query
 from portcheck.ruleset import RuleSet
 
 # `#define NAME`: read lexically too, because multi-line macros with aligned
@@ -250,8 +250,13 @@ class Extractor:
         return re.compile(rf"\b(?:(?:{known})\b|(?:{CUDA_SHAPE.pattern}))".encode())
 
     def prepare(self) -> None:
-        """Build the lookup tables now (before worker processes fork, so they inherit them)."""
+        """Build the lookup tables and compile the queries now (before worker processes
+        fork, so they inherit them instead of each building its own)."""
+        from portcheck.checks.syntax import device_query
+
         _ = self.candidates
+        structure_query()
+        device_query()
 
     # -- classification ---------------------------------------------------------------
 
@@ -286,7 +291,7 @@ class Extractor:
         tree = parse_cuda(data)
         root = tree.root_node
         index = LineIndex(data)
-        captures = QueryCursor(STRUCTURE_QUERY).captures(root)
+        captures = QueryCursor(structure_query()).captures(root)
         result.parse_errors = len(captures.get("error", ()))
 
         device_ranges = self._device_ranges(captures)

@@ -244,7 +244,7 @@ class Context:
         return self._macros
 
     def device_nodes(self, name: str) -> list[Any]:
-        """Syntax nodes of one kind (see DEVICE_QUERY) inside device code. One query runs
+        """Syntax nodes of one kind (see DEVICE_PATTERNS) inside device code. One query runs
         once per file, restricted to the device functions' byte ranges."""
         if self._device_nodes is None:
             from portcheck.checks.syntax import device_captures

@@ -1,38 +1,42 @@
-"""Report formatters: each renders a Report to a string. The CLI owns where it goes."""
+"""Report formatters: each renders a Report to a string. The CLI owns where it goes.
+
+Each formatter's module is imported when that format is asked for (Jinja2 for HTML, rich
+for the terminal), so writing one format does not load the others."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
+from typing import TYPE_CHECKING
 
-from portcheck.model import Report
-from portcheck.report.json import render_json
-from portcheck.report.markdown import render_markdown
-from portcheck.report.sarif import render_sarif
-from portcheck.report.text import render_text
+if TYPE_CHECKING:
+    from portcheck.model import Report
 
-Formatter = Callable[[Report], str]
+Formatter = Callable[["Report"], str]
 
-
-def render_html(report: Report) -> str:
-    """The HTML report (Jinja2 is imported only when it is asked for)."""
-    from portcheck.report.html import render_html as render
-
-    return render(report)
-
-
-FORMATTERS: dict[str, Formatter] = {
-    "text": render_text,
-    "json": render_json,
-    "sarif": render_sarif,
-    "markdown": render_markdown,
-    "html": render_html,
+# format name -> (module, function)
+_FORMATTERS = {
+    "text": ("portcheck.report.text", "render_text"),
+    "json": ("portcheck.report.json", "render_json"),
+    "sarif": ("portcheck.report.sarif", "render_sarif"),
+    "markdown": ("portcheck.report.markdown", "render_markdown"),
+    "html": ("portcheck.report.html", "render_html"),
 }
+FORMATS = tuple(_FORMATTERS)
 
-__all__ = [
-    "FORMATTERS",
-    "Formatter",
-    "render_json",
-    "render_markdown",
-    "render_sarif",
-    "render_text",
-]
+
+def formatter(name: str) -> Formatter:
+    """The render function of format `name` (KeyError for an unknown one)."""
+    module, function = _FORMATTERS[name]
+    render: Formatter = getattr(import_module(module), function)
+    return render
+
+
+def __getattr__(name: str) -> Formatter:
+    for fmt, (_module, function) in _FORMATTERS.items():
+        if function == name:
+            return formatter(fmt)
+    raise AttributeError(f"module 'portcheck.report' has no attribute {name!r}")
+
+
+__all__ = ["FORMATS", "Formatter", "formatter"]
