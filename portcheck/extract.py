@@ -220,10 +220,10 @@ class Extractor:
         qualified_prefixes: set[str] = set()
         children: dict[str, set[bytes]] = {}
         starts: set[str] = set()
-        for rule in self.rules:
-            if rule.kind == "header":
+        for name, kind in self.rules.kinds():
+            if kind == "header":
                 continue
-            parts = rule.cuda.split("::")
+            parts = name.split("::")
             starts.add(parts[0])
             for i in range(1, len(parts) + 1):
                 qualified_prefixes.add("::".join(parts[:i]))
