@@ -18,7 +18,7 @@ import os
 import pickle
 import sqlite3
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from portcheck.python.rules import python_rules_digest
 from portcheck.resources import cache_dir
 from portcheck.ruleset import RuleSet
 
-CACHE_VERSION = "scan-2"  # bump when extraction or checks change what they produce
+CACHE_VERSION = "scan-3"  # bump when extraction or checks change what they produce
 MIN_FILES_FOR_POOL = 16
 CHUNK_FILES = 8  # files per task sent to a worker...
 CHUNK_BYTES = 256 * 1024  # ...or fewer when they are large
@@ -43,8 +43,9 @@ _worker_extractor: Extractor | None = None
 WireUse = tuple[str, str, str, str, Any, bool, str | None]
 
 
-def _to_wire(scan: FileScan) -> bytes:
-    uses: list[WireUse] = [
+def uses_to_wire(uses: Iterable[Use]) -> list[WireUse]:
+    """Uses as plain tuples, each rule replaced by its name (the receiver has the rules)."""
+    return [
         (
             u.name,
             u.kind,
@@ -54,18 +55,27 @@ def _to_wire(scan: FileScan) -> bytes:
             u.in_device_code,
             u.rule.cuda if u.rule else None,
         )
-        for u in scan.uses
+        for u in uses
     ]
-    return pickle.dumps((replace(scan, uses=[]), uses), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def uses_from_wire(rows: Iterable[WireUse], rules: RuleSet) -> list[Use]:
+    lookup = rules.lookup
+    return [
+        Use(name, kind, family, path, span, device, lookup(rule) if rule else None)
+        for name, kind, family, path, span, device, rule in rows
+    ]
+
+
+def _to_wire(scan: FileScan) -> bytes:
+    return pickle.dumps(
+        (replace(scan, uses=[]), uses_to_wire(scan.uses)), protocol=pickle.HIGHEST_PROTOCOL
+    )
 
 
 def _from_wire(payload: bytes, rules: RuleSet) -> FileScan:
     scan, uses = pickle.loads(payload)
-    lookup = rules.lookup
-    scan.uses = [
-        Use(name, kind, family, path, span, device, lookup(rule) if rule else None)
-        for name, kind, family, path, span, device, rule in uses
-    ]
+    scan.uses = uses_from_wire(uses, rules)
     return scan
 
 
@@ -86,6 +96,10 @@ class ScanCache:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, timeout=5)
             self._db.execute("CREATE TABLE IF NOT EXISTS scans (key TEXT PRIMARY KEY, value BLOB)")
+            # The last report of each scanned tree, with the key of all its inputs.
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS reports (slot TEXT PRIMARY KEY, key TEXT, value BLOB)"
+            )
         except sqlite3.Error:
             self._db = None  # an unusable cache only costs speed
 
@@ -104,6 +118,30 @@ class ScanCache:
         try:
             with self._db:
                 self._db.executemany("INSERT OR REPLACE INTO scans VALUES (?, ?)", items)
+        except sqlite3.Error:
+            pass
+
+    def get_report(self, slot: str, key: str) -> bytes | None:
+        """The report stored for tree `slot`, if it was made from inputs with this key."""
+        if self._db is None:
+            return None
+        try:
+            row = self._db.execute(
+                "SELECT value FROM reports WHERE slot = ? AND key = ?", (slot, key)
+            ).fetchone()
+        except sqlite3.Error:
+            return None
+        return None if row is None else bytes(row[0])
+
+    def put_report(self, slot: str, key: str, value: bytes) -> None:
+        """Remember the report of tree `slot` (replacing the previous one: one per tree)."""
+        if self._db is None:
+            return
+        try:
+            with self._db:
+                self._db.execute(
+                    "INSERT OR REPLACE INTO reports VALUES (?, ?, ?)", (slot, key, value)
+                )
         except sqlite3.Error:
             pass
 
@@ -131,15 +169,85 @@ def _key(extractor: Extractor, relpath: str, language: Language, data: bytes) ->
     return digest.hexdigest()
 
 
+class Read:
+    """One candidate after reading: its bytes (or why not: a Skipped, or None for a C/C++
+    file with no CUDA in it) and its cache key ("" when there is no cache). `data` is
+    REREAD when the bytes were dropped to bound memory and must be read again."""
+
+    __slots__ = ("candidate", "data", "key")
+
+    def __init__(self, candidate: Candidate, data: bytes | Skipped | None, key: str) -> None:
+        self.candidate = candidate
+        self.data = data
+        self.key = key
+
+
+REREAD = Skipped("", "")  # a sentinel: read the file again when its turn comes
+
+
+def read_files(
+    candidates: Iterable[Candidate], extractor: Extractor, *, keyed: bool
+) -> Iterator[Read]:
+    """Read each candidate and, when `keyed`, compute its cache key."""
+    for candidate in candidates:
+        data = read_candidate(candidate)
+        key = (
+            _key(extractor, candidate.relpath, candidate.language, data)
+            if keyed and isinstance(data, bytes)
+            else ""
+        )
+        yield Read(candidate, data, key)
+
+
+def read_all_keyed(
+    candidates: Sequence[Candidate], extractor: Extractor, keep_bytes: int
+) -> list[Read]:
+    """Every candidate read and keyed up front (the tree's memo key needs all the keys).
+    The first `keep_bytes` of file contents are kept for the scan that may follow; later
+    files' bytes are dropped (REREAD), so memory stays bounded on a huge tree."""
+    reads = []
+    kept = 0
+    for read in read_files(candidates, extractor, keyed=True):
+        if isinstance(read.data, bytes):
+            kept += len(read.data)
+            if kept > keep_bytes:
+                read.data = REREAD
+        reads.append(read)
+    return reads
+
+
+def tree_key(reads: Sequence[Read], skipped: Sequence[Skipped], *parts: str) -> str:
+    """One key for a whole scan's inputs: every file's key (its bytes, path, language, the
+    rules and options), the files discovery skipped, and `parts` (targets, version)."""
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode() + b"\0")
+    for read in reads:
+        data = read.data
+        if read.key:
+            state = read.key
+        elif data is None:
+            state = "no-cuda"
+        else:
+            assert isinstance(data, Skipped)
+            state = f"skipped:{data.reason}"
+        digest.update(f"{read.candidate.relpath}\0{state}\0".encode())
+    for item in skipped:
+        digest.update(f"{item.path}\0{item.reason}\0".encode())
+    return digest.hexdigest()
+
+
 def scan_candidates(
-    candidates: Sequence[Candidate],
+    reads: Iterable[Read],
+    total: int,
     extractor: Extractor,
     *,
     jobs: int | None = None,
     cache: ScanCache | None = None,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> Iterator[FileScan | Skipped]:
-    """FileScans (and Skipped for unreadable files) in the candidates' order.
+    """FileScans (and Skipped for unreadable files) in the order of `reads` (`total` of
+    them). A read with a key is looked up in the cache, and what is scanned is stored.
 
     With a pool, chunks of files are submitted as soon as they are read and at most
     WINDOW_CHUNKS per worker are in flight, so the workers never wait for the parent and
@@ -148,7 +256,7 @@ def scan_candidates(
     global _worker_extractor
     _worker_extractor = extractor
     workers = max(1, jobs or os.cpu_count() or 1)
-    use_pool = workers > 1 and len(candidates) >= MIN_FILES_FOR_POOL
+    use_pool = workers > 1 and total >= MIN_FILES_FOR_POOL
     pool: Any = None
     done = 0
     # One slot per candidate, in order: [candidate, result or _Pending].
@@ -182,7 +290,8 @@ def scan_candidates(
                     break
                 payload = state.future.get()[state.position]
                 result: FileScan | Skipped | None = _from_wire(payload, extractor.rules)
-                fresh.append((state.key, payload))
+                if state.key:
+                    fresh.append((state.key, payload))
                 if state.last:
                     in_flight.popleft()
             elif isinstance(state, str):
@@ -192,7 +301,7 @@ def scan_candidates(
             slots.popleft()
             done += 1
             if progress is not None:
-                progress(done, len(candidates), candidate.relpath)
+                progress(done, total, candidate.relpath)
             if result is not None:
                 yield result
         if cache is not None and len(fresh) >= CACHE_WRITE_BATCH:
@@ -200,32 +309,30 @@ def scan_candidates(
             fresh.clear()
 
     try:
-        for candidate in candidates:
-            data = read_candidate(candidate)
+        for read in reads:
+            candidate, data, key = read.candidate, read.data, read.key
+            if data is REREAD:
+                data = read_candidate(candidate)
             if data is None or isinstance(data, Skipped):
                 slots.append([candidate, data])
-            else:
-                key = (
-                    _key(extractor, candidate.relpath, candidate.language, data)
-                    if cache is not None
-                    else ""
-                )
-                payload = cache.get(key) if cache is not None else None
-                if payload is not None:
-                    slots.append([candidate, _from_wire(payload, extractor.rules)])
-                elif use_pool:
-                    slot = [candidate, key]  # the key stands in until the chunk is submitted
-                    slots.append(slot)
-                    chunk.append((candidate.relpath, candidate.language, data))
-                    chunk_slots.append(slot)
-                    chunk_bytes += len(data)
-                    if len(chunk) >= CHUNK_FILES or chunk_bytes >= CHUNK_BYTES:
-                        flush()
-                else:  # in-process: no round trip through pickle unless the cache wants it
-                    scanned = extractor.scan_file(candidate.relpath, candidate.language, data)
-                    slots.append([candidate, scanned])
-                    if cache is not None:
-                        fresh.append((key, _to_wire(scanned)))
+                yield from drain(WINDOW_CHUNKS * workers)
+                continue
+            payload = cache.get(key) if cache is not None and key else None
+            if payload is not None:
+                slots.append([candidate, _from_wire(payload, extractor.rules)])
+            elif use_pool:
+                slot = [candidate, key]  # the key stands in until the chunk is submitted
+                slots.append(slot)
+                chunk.append((candidate.relpath, candidate.language, data))
+                chunk_slots.append(slot)
+                chunk_bytes += len(data)
+                if len(chunk) >= CHUNK_FILES or chunk_bytes >= CHUNK_BYTES:
+                    flush()
+            else:  # in-process: no round trip through pickle unless the cache wants it
+                scanned = extractor.scan_file(candidate.relpath, candidate.language, data)
+                slots.append([candidate, scanned])
+                if cache is not None and key:
+                    fresh.append((key, _to_wire(scanned)))
             yield from drain(WINDOW_CHUNKS * workers)
         flush()
         yield from drain(-1)

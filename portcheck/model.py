@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
+from typing import NamedTuple
 
 
 class Status(StrEnum):
@@ -89,10 +90,13 @@ class Route(StrEnum):
 ROUTES: tuple[Route, ...] = (Route.ROCM, Route.DIRECTML)
 
 
-@dataclass(frozen=True, slots=True)
-class Span(_FastPickle):
+class Span(NamedTuple):
     """A region of a file: 1-based lines and columns (columns count characters),
-    plus the byte offsets into the UTF-8 text that was parsed."""
+    plus the byte offsets into the UTF-8 text that was parsed.
+
+    A named tuple rather than a frozen dataclass: a scan makes one per use (tens of
+    thousands), and a frozen dataclass costs about three times as much to build and to
+    unpickle."""
 
     line: int
     column: int

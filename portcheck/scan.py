@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 import os
+import pickle
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from portcheck import __version__
 from portcheck.checks import resolve_ignores
 from portcheck.discover import MAX_FILE_BYTES, Candidate, discover
-from portcheck.engine import ScanCache, default_cache_path, scan_candidates
+from portcheck.engine import (
+    Read,
+    ScanCache,
+    default_cache_path,
+    read_all_keyed,
+    read_files,
+    scan_candidates,
+    tree_key,
+    uses_from_wire,
+    uses_to_wire,
+)
 from portcheck.extract import Extractor, FileScan
 from portcheck.graph import build_call_graph, kernels_reaching
 from portcheck.model import (
@@ -99,22 +110,78 @@ def scan(
             candidates.append(item)
 
     # Files are scanned in parallel processes (jobs, default: all cores) and remembered in
-    # a content-hash cache, so an unchanged tree re-scans from the cache.
-    scans: list[FileScan] = []
-    scan_cache = ScanCache(default_cache_path()) if cache else None
+    # a content-hash cache. The whole report is remembered too, under a key of all the
+    # inputs, so a re-scan of an unchanged tree only reads and hashes the files.
+    if not cache:
+        reads: Iterable[Read] = read_files(candidates, extractor, keyed=False)
+        scans = _scan(reads, candidates, extractor, jobs, None, progress, skipped)
+        report = _assemble(root, chosen, scans, skipped)
+        return replace(report, seconds=time.perf_counter() - started)
+    scan_cache = ScanCache(default_cache_path())
     try:
-        for result in scan_candidates(
-            candidates, extractor, jobs=jobs, cache=scan_cache, progress=progress
-        ):
-            if isinstance(result, Skipped):
-                skipped.append(result)
-            else:
-                scans.append(result)
+        keyed = read_all_keyed(candidates, extractor, KEEP_READ_BYTES)
+        key = tree_key(keyed, skipped, MEMO_VERSION, __version__, *map(str, chosen))
+        slot = os.path.realpath(root)
+        remembered = _memo_get(scan_cache, slot, key, root, extractor.rules)
+        if remembered is None:
+            scans = _scan(keyed, candidates, extractor, jobs, scan_cache, progress, skipped)
+            report = _assemble(root, chosen, scans, skipped)
+            scan_cache.put_report(slot, key, _memo_dump(report))
+        else:
+            report = remembered
     finally:
-        if scan_cache is not None:
-            scan_cache.close()
+        scan_cache.close()
+    return replace(report, root=str(root), seconds=time.perf_counter() - started)
 
-    return _assemble(root, chosen, scans, skipped, time.perf_counter() - started)
+
+MEMO_VERSION = "report-1"  # bump when _assemble or the Report's fields change
+KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
+
+
+def _scan(
+    reads: Iterable[Read],
+    candidates: Sequence[Candidate],
+    extractor: Extractor,
+    jobs: int | None,
+    scan_cache: ScanCache | None,
+    progress: ProgressCallback | None,
+    skipped: list[Skipped],
+) -> list[FileScan]:
+    scans: list[FileScan] = []
+    for result in scan_candidates(
+        reads, len(candidates), extractor, jobs=jobs, cache=scan_cache, progress=progress
+    ):
+        if isinstance(result, Skipped):
+            skipped.append(result)
+        else:
+            scans.append(result)
+    return scans
+
+
+def _memo_dump(report: Report) -> bytes:
+    return pickle.dumps(
+        (replace(report, uses=()), uses_to_wire(report.uses)), protocol=pickle.HIGHEST_PROTOCOL
+    )
+
+
+def _memo_get(cache: ScanCache, slot: str, key: str, root: Path, rules: RuleSet) -> Report | None:
+    """The remembered report of these exact inputs, or None. Whether a CUDAExtension's
+    sources exist is not among the file keys, so it is checked again."""
+    payload = cache.get_report(slot, key)
+    if payload is None:
+        return None
+    try:
+        report, uses = pickle.loads(payload)
+    except Exception:  # a damaged or foreign entry only costs a re-scan
+        return None
+    if not isinstance(report, Report):
+        return None
+    if report.python is not None:
+        for extension in report.python.extensions:
+            fresh = _with_missing_sources(root, replace(extension, missing=()))
+            if fresh.missing != extension.missing:
+                return None
+    return replace(report, uses=tuple(uses_from_wire(uses, rules)))
 
 
 def _with_missing_sources(root: Path, extension: Extension) -> Extension:
@@ -130,7 +197,6 @@ def _assemble(
     targets: tuple[Target, ...],
     scans: list[FileScan],
     skipped: list[Skipped],
-    seconds: float,
 ) -> Report:
     # A CUDA-shaped name that the project defines itself (a CUDA_CHECK macro, a
     # cudaHelper function) is the project's own code, not a CUDA API.
@@ -183,7 +249,6 @@ def _assemble(
         kernels=kernels,
         scores=scores(uses, findings, targets),
         effort=effort(uses, findings, targets),
-        seconds=seconds,
     )
 
 

@@ -11,7 +11,7 @@ same items into rename-only, review and rewrite, at a stated cost per item.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from portcheck.model import Status, Target
@@ -56,14 +56,16 @@ WORST_FIRST = (Status.UNSUPPORTED, Status.PARTIAL, Status.UNKNOWN, Status.SUPPOR
 HOURS = {"rename-only": 0.05, "review": 0.5, "rewrite": 4.0}
 
 
-def work_items(
-    uses: Iterable[Judged], findings: Iterable[Hazard], target: str
+def _statuses(uses: Iterable[Judged]) -> dict[str, _Verdicts]:
+    """Every use of a name has the same status: one entry per distinct name."""
+    return {use.name: use.status for use in uses}
+
+
+def _items(
+    statuses: Mapping[str, _Verdicts], findings: Iterable[Hazard], target: str
 ) -> dict[tuple[str, ...], tuple[str, Status]]:
-    """(item key) -> (kind of item, status on target)."""
-    # Every use of a name has the same status: look it up once per distinct name.
-    distinct = {use.name: use for use in uses}
     items: dict[tuple[str, ...], tuple[str, Status]] = {
-        ("name", name): ("name", use.status[target]) for name, use in distinct.items()
+        ("name", name): ("name", status[target]) for name, status in statuses.items()
     }
     for finding in findings:
         key = ("hazard", finding.slug, finding.path)
@@ -74,17 +76,28 @@ def work_items(
     return items
 
 
-def readiness(uses: Iterable[Judged], findings: Iterable[Hazard], target: str) -> int:
-    items = work_items(uses, findings, target)
+def work_items(
+    uses: Iterable[Judged], findings: Iterable[Hazard], target: str
+) -> dict[tuple[str, ...], tuple[str, Status]]:
+    """(item key) -> (kind of item, status on target)."""
+    return _items(_statuses(uses), findings, target)
+
+
+def _percent(items: Mapping[tuple[str, ...], tuple[str, Status]]) -> int:
     if not items:
         return 100  # nothing to port
     return round(100 * sum(CREDIT[status] for _, status in items.values()) / len(items))
 
 
+def readiness(uses: Iterable[Judged], findings: Iterable[Hazard], target: str) -> int:
+    return _percent(work_items(uses, findings, target))
+
+
 def scores(
     uses: Sequence[Judged], findings: Sequence[Hazard], targets: Sequence[str]
 ) -> dict[str, int]:
-    return {str(target): readiness(uses, findings, target) for target in targets}
+    statuses = _statuses(uses)  # once for all targets
+    return {str(target): _percent(_items(statuses, findings, target)) for target in targets}
 
 
 def category(kind: str, status: Status, target: str) -> str | None:
@@ -102,9 +115,10 @@ def effort(
 ) -> dict[str, dict[str, object]]:
     """Per target: items and hours per category, and the total hours."""
     result: dict[str, dict[str, object]] = {}
+    statuses = _statuses(uses)
     for target in targets:
         counts = dict.fromkeys(HOURS, 0)
-        for kind, status in work_items(uses, findings, target).values():
+        for kind, status in _items(statuses, findings, target).values():
             name = category(kind, status, target)
             if name is not None:
                 counts[name] += 1

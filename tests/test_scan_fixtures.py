@@ -138,3 +138,51 @@ def test_parallel_and_cached_scans_equal_a_serial_one(tmp_path, monkeypatch):
     mixed = document(jobs=2, cache=True)
     assert mixed == document(jobs=1, cache=False)
     assert mixed["summary"]["lines"] > serial["summary"]["lines"]  # the edits were seen
+
+
+def test_an_unchanged_tree_is_answered_without_scanning_a_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("PORTCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    tree = tmp_path / "tree"
+    for source in SCAN_FIXTURES.iterdir():
+        (tree / "src").mkdir(parents=True, exist_ok=True)
+        (tree / "src" / source.name).write_bytes(source.read_bytes())
+    # A PyTorch extension whose second source is generated at build time (and whose
+    # suffix discovery does not read): only the memo's own check can see it appear.
+    (tree / "setup.py").write_text(
+        "from torch.utils.cpp_extension import CUDAExtension\n"
+        "ext = CUDAExtension('ops', sources=['src/reduction.cu', 'src/ops_gen.inc'])\n"
+    )
+
+    def document(**options):
+        doc = json.loads(portcheck.scan(tree, **options).to_json())
+        doc["summary"].pop("seconds")
+        return doc
+
+    first = document(cache=True, jobs=1)
+    assert first == document(cache=False, jobs=1)
+
+    from portcheck.extract import Extractor
+
+    def no_scanning(*args, **kwargs):
+        raise AssertionError("a file was scanned although nothing changed")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Extractor, "scan_file", no_scanning)
+        assert document(cache=True, jobs=1) == first
+        # The same tree named another way is answered too, with the root as given.
+        patched.chdir(tmp_path)
+        assert portcheck.scan("tree", jobs=1).root == "tree"
+
+    # An edit is seen: the remembered report is not used.
+    main = tree / "src" / "reduction.cu"
+    main.write_bytes(main.read_bytes() + b"\n__global__ void added(int *p) { p[0] = 1; }\n")
+    edited = document(cache=True, jobs=1)
+    assert edited["summary"]["lines"] == first["summary"]["lines"] + 2
+    assert edited == document(cache=False, jobs=1)
+
+    # The generated source appears: no file key changes, but the extension's report does.
+    (extension,) = edited["python"]["extensions"]
+    assert extension["missing"] == ["src/ops_gen.inc"]
+    (tree / "src" / "ops_gen.inc").write_text("// generated\n")
+    (extension,) = document(cache=True, jobs=1)["python"]["extensions"]
+    assert extension["missing"] == []

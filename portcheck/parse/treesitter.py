@@ -28,6 +28,7 @@ def structure_query() -> Query:
     answered from the cache never pays it)."""
     return Query(CUDA_LANGUAGE, STRUCTURE_PATTERNS)
 
+
 _local = threading.local()
 
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 
-from portcheck.model import Finding, Report
+from portcheck.model import Finding, Report, Use
 
 SCHEMA = "portcheck.report/1"
 _encode = json.JSONEncoder(ensure_ascii=False).encode  # built once: json.dumps rebuilds it per call
+_string = json.encoder.encode_basestring  # type: ignore[attr-defined]  # C, as _encode uses
 BATCH = 512  # list entries per piece of text yielded
 
 
@@ -53,7 +54,7 @@ def _lists(report: Report) -> dict[str, Iterable[object]]:
 
     lists: dict[str, Iterable[object]] = {
         "files": (f.to_dict() for f in report.files),
-        "usages": (u.to_dict() for u in report.uses),
+        "usages": report.uses,
         "findings": (finding(f) for f in report.findings),
         "kernels": (k.to_dict() for k in report.kernels),
         "skipped": (s.to_dict() for s in report.skipped),
@@ -63,9 +64,32 @@ def _lists(report: Report) -> dict[str, Iterable[object]]:
     return lists
 
 
+def _encoded_uses(uses: Iterable[Use]) -> Iterator[str]:
+    """Each use as `_encode(use.to_dict())` would write it, built directly: a report has
+    tens of thousands of uses, and most of each entry (hip name and statuses) is the
+    same for every use of one rule, so that part is encoded once per rule."""
+    tails: dict[int, str] = {}
+    for use in uses:
+        rule = use.rule
+        tail = tails.get(id(rule))
+        if tail is None:
+            data = use.to_dict()
+            tail = tails[id(rule)] = _encode({"hip": data["hip"], "status": data["status"]})[1:]
+        span = use.span
+        yield (
+            f'{{"name": {_string(use.name)}, "kind": {_string(use.kind)}, '
+            f'"family": {_string(use.family)}, "path": {_string(use.path)}, '
+            f'"line": {span.line}, "column": {span.column}, "end_line": {span.end_line}, '
+            f'"end_column": {span.end_column}, '
+            f'"in_device_code": {"true" if use.in_device_code else "false"}, {tail}'
+        )
+
+
 def report_to_dict(report: Report) -> dict[str, object]:
     document = _head(report)
-    document.update({key: list(items) for key, items in _lists(report).items()})
+    lists = _lists(report)
+    lists["usages"] = (u.to_dict() for u in report.uses)
+    document.update({key: list(items) for key, items in lists.items()})
     if report.compile_results:
         document["hipcc"] = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
     if report.python is not None:
@@ -85,8 +109,9 @@ def iter_json(report: Report) -> Iterator[str]:
         yield f",\n  {json.dumps(key)}: ["
         empty = True
         batch: list[str] = []
-        for item in items:
-            batch.append(_encode(item))
+        encoded = _encoded_uses(report.uses) if key == "usages" else map(_encode, items)
+        for item in encoded:
+            batch.append(item)
             if len(batch) == BATCH:
                 yield ("\n    " if empty else ",\n    ") + ",\n    ".join(batch)
                 empty = False
