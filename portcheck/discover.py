@@ -48,7 +48,8 @@ ALWAYS_PRUNED = {".git", ".hg", ".svn"}
 
 # A C/C++ file is read as CUDA code when it includes a CUDA header, names a runtime/driver/
 # library API or type, defines or launches a kernel, or tests CUDA macros. Several simple
-# patterns that each start with a literal are three times faster than one alternation
+# patterns that each start with a literal are three times faster than one alternation, and
+# a pattern that starts with an alternation is searched at every byte: 15x slower
 # (measured on cuda-samples' 522 C/C++ files); (pattern, needs a word boundary before it).
 CUDA_MARKERS: tuple[tuple[re.Pattern[bytes], bool], ...] = (
     (
@@ -61,8 +62,10 @@ CUDA_MARKERS: tuple[tuple[re.Pattern[bytes], bool], ...] = (
     (re.compile(rb"cuda[A-Z]"), True),
     (re.compile(rb"cu[A-Z]\w*\s*\("), True),
     (re.compile(rb"CU(?:device|context|module|function|stream|event|result|deviceptr)\b"), True),
-    (re.compile(rb"(?:cublas|cusparse|cusolver|curand|cufft|cudnn|nccl|nvrtc)[A-Z_]"), True),
-    (re.compile(rb"__(?:global|device|host)__|__CUDACC__|__CUDA_ARCH__|<<<"), False),
+    (re.compile(rb"cu(?:blas|sparse|solver|rand|fft|dnn)[A-Z_]"), True),
+    (re.compile(rb"(?:nccl|nvrtc)[A-Z_]"), True),
+    (re.compile(rb"__(?:global|device|host|CUDACC|CUDA_ARCH)__"), False),
+    (re.compile(rb"<<<"), False),
 )
 
 
@@ -227,15 +230,16 @@ def discover(
                 continue
             if rules.ignored(relpath, is_dir=False):
                 continue
-            yield from _consider_file(str(root_path), entry.path, max_bytes, named=False)
+            yield from _consider_file(str(root_path), entry.path, max_bytes, False, relpath)
         # Depth-first in sorted order: push in reverse so the first name pops first.
         stack.extend(reversed(subdirs))
 
 
 def _consider_file(
-    root: str, path: str, max_bytes: int, named: bool
+    root: str, path: str, max_bytes: int, named: bool, relpath: str = ""
 ) -> Iterator[Candidate | Skipped]:
-    relpath = _rel(root, path) or os.path.basename(path)
+    # The walk knows each file's relative path; os.path.relpath costs more than the stat.
+    relpath = relpath or _rel(root, path) or os.path.basename(path)
     language, needs_check = classify_name(
         os.path.basename(path), os.path.basename(os.path.dirname(path))
     )
