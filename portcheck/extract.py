@@ -17,7 +17,7 @@ import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
 from tree_sitter import Node, QueryCursor
@@ -151,6 +151,7 @@ class FileScan:
     extensions: list[Extension] = field(default_factory=list)
 
 
+@lru_cache(maxsize=8192)
 def guess_family(name: str) -> str:
     for prefix, family in FAMILY_BY_PREFIX:
         if name.startswith(prefix):

@@ -8,6 +8,7 @@ error that names the file, the entry and the key.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import marshal
 import os
@@ -21,15 +22,12 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from portcheck.model import TARGETS, ApiRule, Status, Verdicts
 from portcheck.resources import cache_dir, data_dir
 
 SCHEMA = "portcheck.rules/1"
 # Bump when validation or the cached form changes, so old caches are not reused.
 LOADER_VERSION = "2"
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
 KINDS = frozenset({"function", "type", "enum", "macro", "namespace", "header", "variable"})
 FILE_KEYS = frozenset({"schema", "family", "title", "sources", "entries"})
 ENTRY_REQUIRED = frozenset({"cuda", "kind", "hip", "status", "source"})
@@ -40,6 +38,51 @@ INFERRED_PREFIX = "inferred:"
 
 class RuleError(ValueError):
     """A rule file is malformed. The message names file, entry and key."""
+
+
+class YamlSyntaxError(ValueError):
+    """Text that is not valid YAML; the message is the parser's."""
+
+
+# marshal's format belongs to one Python version: caches written with it name the version.
+_MARSHAL_TAG = f"py{sys.version_info[0]}{sys.version_info[1]}m{marshal.version}"
+
+
+def load_yaml(text: str, *, cache: bool = True) -> Any:
+    """Parse YAML (with libyaml when available). With `cache`, the parsed data is kept
+    under the cache folder by a hash of the text, so the shipped hazard and Python rule
+    files cost neither importing PyYAML nor parsing on every run (~0.05 s together)."""
+    path = None
+    if cache:
+        digest = hashlib.sha256(text.encode()).hexdigest()[:24]
+        path = cache_dir() / f"yaml-{digest}-{_MARSHAL_TAG}.bin"
+        try:
+            return marshal.loads(path.read_bytes())
+        except (OSError, ValueError, EOFError, TypeError):
+            pass  # not cached yet, or damaged: parse
+    import yaml
+
+    try:
+        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise YamlSyntaxError(str(exc)) from None
+    if path is not None:
+        # A read-only cache folder, or data marshal cannot hold (YAML dates): not cached.
+        with contextlib.suppress(OSError, ValueError):
+            _write_atomically(path, marshal.dumps(doc))
+    return doc
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 @dataclass(frozen=True)
@@ -198,8 +241,8 @@ def _parse_entry(
 def parse_rule_file(text: str, where: str, stem: str) -> tuple[str, str, list[ApiRule]]:
     """Validate one family file; returns (family, title, rules)."""
     try:
-        doc = yaml.load(text, Loader=YAML_LOADER)
-    except yaml.YAMLError as exc:
+        doc = load_yaml(text, cache=False)  # the validated rule set has its own cache
+    except YamlSyntaxError as exc:
         raise _fail(where, f"not valid YAML: {exc}") from None
     if not isinstance(doc, dict):
         raise _fail(where, "must be a mapping with schema, family, sources and entries")
@@ -310,9 +353,7 @@ class RuleTable(Mapping[str, ApiRule]):
 
 
 def _cache_path(digest: str) -> Path:
-    # marshal's format belongs to one Python version: the version is part of the name.
-    python = f"py{sys.version_info[0]}{sys.version_info[1]}m{marshal.version}"
-    return cache_dir() / f"rules-{digest[:24]}-{python}.bin"
+    return cache_dir() / f"rules-{digest[:24]}-{_MARSHAL_TAG}.bin"
 
 
 def _read_cache(path: Path) -> RuleSet | None:
@@ -332,14 +373,8 @@ def _write_cache(path: Path, ruleset: RuleSet) -> None:
         name: tuple(strings.setdefault(v, v) if isinstance(v, str) else v for v in _row(rule))
         for name, rule in ruleset.rules.items()
     }
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".rules-", dir=path.parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(marshal.dumps((rows, dict(ruleset.titles))))
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a read-only home is fine: the next run parses the YAML again
+    with contextlib.suppress(OSError):  # a read-only home: the next run parses the YAML again
+        _write_atomically(path, marshal.dumps((rows, dict(ruleset.titles))))
 
 
 def load_rules(folder: Traversable | Path | None = None, use_cache: bool = True) -> RuleSet:

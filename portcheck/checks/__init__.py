@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import yaml
-
 from portcheck.model import (
     TARGETS,
     Finding,
@@ -31,7 +29,7 @@ from portcheck.model import (
     Verdicts,
 )
 from portcheck.resources import data_dir
-from portcheck.ruleset import YAML_LOADER
+from portcheck.ruleset import YamlSyntaxError, load_yaml
 
 CATALOGUE_SCHEMA = "portcheck.hazards/1"
 HELP_BASE = "docs/rules"
@@ -118,8 +116,8 @@ def catalogue() -> dict[str, HazardSpec]:
     """The hazard catalogue by slug, validated once per process."""
     try:
         text = data_dir("rules").joinpath("hazards.yaml").read_text("utf-8")
-        doc = yaml.load(text, Loader=YAML_LOADER)
-    except yaml.YAMLError as exc:
+        doc = load_yaml(text)
+    except YamlSyntaxError as exc:
         raise CatalogueError(f"hazards.yaml: not valid YAML: {exc}") from None
     if not isinstance(doc, dict) or doc.get("schema") != CATALOGUE_SCHEMA:
         raise CatalogueError(f"hazards.yaml: expected schema {CATALOGUE_SCHEMA}")
@@ -316,9 +314,19 @@ def suppressed(
     return slugs is None or finding.slug in slugs or finding.id in slugs
 
 
+_ALL_REGISTERED: list[bool] = []  # non-empty once every check module is imported
+
+
+def _register_all() -> None:
+    from portcheck.checks import apis, build, device, warp  # noqa: F401  (registers checks)
+
+    _ALL_REGISTERED.append(True)
+
+
 def run_checks(ctx: Context, ignore: frozenset[str] = frozenset()) -> list[Finding]:
     """Run every registered check on one file; returns its unsuppressed findings."""
-    from portcheck.checks import apis, build, device, warp  # noqa: F401  (registers checks)
+    if not _ALL_REGISTERED:
+        _register_all()
 
     specs = catalogue()
     for slug, check in REGISTRY.items():

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import bisect
-import re
+from bisect import bisect_right
+from itertools import accumulate, repeat
+from operator import add
 
 from portcheck.model import Span
 
@@ -40,24 +41,32 @@ def count_lines(data: bytes) -> int:
     return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
 
 
-_NEWLINE = re.compile(b"\n")
-
-
 class LineIndex:
     """Byte offset -> 1-based (line, character column)."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.starts = [0, *(m.end() for m in _NEWLINE.finditer(data))]
+        # Line start offsets, computed in C: the lengths of the lines plus their newlines.
+        lengths = map(len, data.split(b"\n")[:-1])
+        self.starts = [0, *accumulate(map(add, lengths, repeat(1)))]
+        self._ascii = data.isascii()  # then a column is a byte difference
 
     def position(self, offset: int) -> tuple[int, int]:
-        row = bisect.bisect_right(self.starts, offset) - 1
+        row = bisect_right(self.starts, offset) - 1
         start = self.starts[row]
+        if self._ascii:
+            return row + 1, offset - start + 1
         prefix = self.data[start:offset]
         column = len(prefix) if prefix.isascii() else len(prefix.decode("utf-8", "replace"))
         return row + 1, column + 1
 
     def span(self, start: int, end: int) -> Span:
+        starts = self.starts
+        row = bisect_right(starts, start) - 1
+        if self._ascii and (row + 1 == len(starts) or end < starts[row + 1]):
+            # The usual case, a token on one line of an ASCII file: one bisect, no slicing.
+            line_start = starts[row]
+            return Span(row + 1, start - line_start + 1, row + 1, end - line_start + 1, start, end)
         line, column = self.position(start)
         end_line, end_column = self.position(end)
         return Span(line, column, end_line, end_column, start, end)

@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import yaml
-
 from portcheck.model import ROUTES, PyRule, RouteVerdicts, Severity, Status
 from portcheck.resources import data_dir
-from portcheck.ruleset import YAML_LOADER
+from portcheck.ruleset import YamlSyntaxError, load_yaml
 
 RULES_SCHEMA = "portcheck.python-rules/1"
 HAZARDS_SCHEMA = "portcheck.python-hazards/1"
@@ -59,8 +57,8 @@ def _verdicts(raw: Any, where: str) -> RouteVerdicts:
 def _load(name: str, schema: str) -> list[Any]:
     try:
         text = data_dir("rules").joinpath("python", name).read_text("utf-8")
-        doc = yaml.load(text, Loader=YAML_LOADER)
-    except (OSError, yaml.YAMLError) as exc:
+        doc = load_yaml(text)
+    except (OSError, YamlSyntaxError) as exc:
         raise PythonRuleError(f"python/{name}: cannot read: {exc}") from None
     if not isinstance(doc, dict) or doc.get("schema") != schema:
         raise PythonRuleError(f"python/{name}: expected schema {schema}")
