@@ -6,10 +6,12 @@
 
 For each real TREE, and for generated trees of N/4 and N lines, it runs the CLI in a
 fresh process (cold: --no-cache; then warm: from the cache) and reports wall time,
-lines/s and the peak resident memory of the largest process. With --hipify-perl it
-also times hipify-perl translating the same source files, many per process (the tool
-must be on PATH or in $ROCM_PATH/bin). Real trees are measured --repeat times and the
-median is shown. The generated tree is built from the CUDA files shipped
+lines/s, CPU time and the peak resident memory of the largest process. With
+--hipify-perl it also times hipify-perl translating the same source files, many per
+process (the tool must be on PATH or in $ROCM_PATH/bin), alternating with portcheck's
+runs so that both tools see the same machine. Real trees are measured --repeat times:
+the table shows medians, and the lines under it every run and the speed-up of each
+pair of runs. The generated tree is built from the CUDA files shipped
 in tests/fixtures and examples/, with kernels and functions renamed per copy so that
 no two files are identical.
 
@@ -82,16 +84,23 @@ def count_lines(tree: Path) -> int:
     return total
 
 
-def run_measured(command: list[str], env: dict[str, str]) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of the largest process in the command's tree."""
+class Run:
+    """One measured command: wall seconds, CPU seconds (user + system, the process and
+    the children it waited for) and the peak RSS (KiB) of the largest process."""
+
+    def __init__(self, wall: float, cpu: float, rss: int) -> None:
+        self.wall, self.cpu, self.rss = wall, cpu, rss
+
+
+def run_measured(command: list[str], env: dict[str, str], check: bool = True) -> Run:
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
     stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
-    if os.waitstatus_to_exitcode(status) not in (0, 1):
-        raise SystemExit(f"{' '.join(command)} failed:\n{stderr}")
-    return seconds, usage.ru_maxrss
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    if check and os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{' '.join(command[:6])} failed:\n{stderr}")
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss)
 
 
 def scan_command(tree: Path, jobs: int | None, cache: bool) -> list[str]:
@@ -113,10 +122,10 @@ def scan_command(tree: Path, jobs: int | None, cache: bool) -> list[str]:
     return command
 
 
-def time_hipify_perl(tree: Path) -> float | None:
-    """hipify-perl translating the tree's C/C++/CUDA sources to stdout, as few processes as
-    the command line allows (it takes many files per run; one run per file costs 3× more
-    in perl start-up)."""
+def hipify_perl_commands(tree: Path) -> list[list[str]] | None:
+    """hipify-perl translating the tree's C/C++/CUDA sources to stdout, in as few processes
+    as the command line allows (it takes many files per run; one run per file costs 3 times
+    more in perl start-up). None when hipify-perl is not installed."""
     sys.path.insert(0, str(ROOT))
     from portcheck.translate.hipify import find_tool
 
@@ -126,15 +135,15 @@ def time_hipify_perl(tree: Path) -> float | None:
     files = sorted(
         str(p) for p in tree.rglob("*") if p.suffix.lower() in SOURCE_SUFFIXES and p.is_file()
     )
-    started = time.perf_counter()
-    for start in range(0, len(files), 500):
-        subprocess.run(
-            [tool, "-quiet-warnings", *files[start : start + 500]],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
-    return time.perf_counter() - started
+    return [
+        [tool, "-quiet-warnings", *files[start : start + 500]]
+        for start in range(0, len(files), 500)
+    ]
+
+
+def time_hipify_perl(commands: list[list[str]], env: dict[str, str]) -> Run:
+    runs = [run_measured(command, env, check=False) for command in commands]
+    return Run(sum(r.wall for r in runs), sum(r.cpu for r in runs), max(r.rss for r in runs))
 
 
 def main() -> None:
@@ -159,6 +168,9 @@ def main() -> None:
     args = parser.parse_args()
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # Byte-compile portcheck first, as installing a wheel does: otherwise a checkout run with
+    # PYTHONDONTWRITEBYTECODE compiles every module again on each start.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "portcheck")], check=True)
     with tempfile.TemporaryDirectory(prefix="portcheck-bench-") as scratch:
         env["PORTCHECK_CACHE_DIR"] = str(Path(scratch) / "cache")
         trees: list[tuple[str, Path, int]] = [(t.name, t, count_lines(t)) for t in args.trees]
@@ -176,44 +188,64 @@ def main() -> None:
         )
         rows = []
         for name, tree, lines in trees:
-            repeat = max(1, args.repeat) if tree in args.trees else 1
-            colds, memories, warms = [], [], []
+            real = tree in args.trees
+            repeat = max(1, args.repeat) if real else 1
+            hipify = hipify_perl_commands(tree) if args.hipify_perl and real else None
+            colds, warms, perls = [], [], []
+            # Runs of both tools alternate, so that both see the same machine.
             for _ in range(repeat):
-                shutil.rmtree(Path(scratch) / "cache" / "scan-cache.sqlite", ignore_errors=True)
-                seconds, memory = run_measured(scan_command(tree, args.jobs, cache=False), env)
-                colds.append(seconds)
-                memories.append(memory)
+                colds.append(run_measured(scan_command(tree, args.jobs, cache=False), env))
+                shutil.rmtree(Path(scratch) / "cache", ignore_errors=True)
                 run_measured(scan_command(tree, args.jobs, cache=True), env)  # fill the cache
-                warms.append(run_measured(scan_command(tree, args.jobs, cache=True), env)[0])
-            cold, warm, memory = (statistics.median(v) for v in (colds, warms, memories))
-            hipify = time_hipify_perl(tree) if args.hipify_perl and tree in args.trees else None
-            rows.append((name, lines, cold, warm, memory, hipify))
+                warms.append(run_measured(scan_command(tree, args.jobs, cache=True), env))
+                if hipify is not None:
+                    perls.append(time_hipify_perl(hipify, env))
+            rows.append((name, lines, colds, warms, perls))
         shutil.rmtree(Path(scratch) / "cache", ignore_errors=True)
 
     header = (
         "tree",
         "lines",
         "cold s",
+        "cold CPU s",
         "lines/s",
         "warm s",
         "peak MiB",
         "hipify-perl s",
+        "hipify-perl CPU s",
         "speed-up",
     )
     table = []
-    for name, lines, cold, warm, memory, hipify in rows:
+    summary = []
+    for name, lines, colds, warms, perls in rows:
+        cold = statistics.median(r.wall for r in colds)
+        cpu = statistics.median(r.cpu for r in colds)
+        memory = statistics.median(r.rss for r in colds)
+        warm = statistics.median(r.wall for r in warms)
+        perl = statistics.median(r.wall for r in perls) if perls else None
+        perl_cpu = statistics.median(r.cpu for r in perls) if perls else None
         table.append(
             (
                 name,
                 f"{lines:,}",
                 f"{cold:.2f}",
+                f"{cpu:.2f}",
                 f"{lines / cold:,.0f}",
                 f"{warm:.2f}",
                 f"{memory / 1024:.0f}",
-                "—" if hipify is None else f"{hipify:.1f}",
-                "—" if hipify is None else f"{hipify / cold:.1f}×",
+                "—" if perl is None else f"{perl:.1f}",
+                "—" if perl_cpu is None else f"{perl_cpu:.1f}",
+                "—" if perl is None else f"{perl / cold:.1f}×",
             )
         )
+        if perls:
+            # Each run of portcheck against the hipify-perl run beside it.
+            ratios = sorted(p.wall / c.wall for p, c in zip(perls, colds, strict=True))
+            summary.append(
+                f"{name}: speed-up per pair of runs {', '.join(f'{r:.1f}×' for r in ratios)}; "
+                f"cold runs {', '.join(f'{c.wall:.2f}' for c in colds)} s; "
+                f"warm runs {', '.join(f'{w.wall:.2f}' for w in warms)} s"
+            )
     if args.markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
@@ -223,9 +255,12 @@ def main() -> None:
         widths = [max(len(str(x)) for x in column) for column in zip(header, *table, strict=False)]
         for row in (header, *table):
             print("  ".join(str(x).rjust(w) for x, w in zip(row, widths, strict=False)))
+    for line in summary:
+        print(line)
     generated = [r for r in rows if r[0].startswith("generated")]
     if len(generated) == 2:
-        (_, small_lines, small, *_), (_, big_lines, big, *_) = generated
+        (_, small_lines, (small_run,), *_), (_, big_lines, (big_run,), *_) = generated
+        small, big = small_run.wall, big_run.wall
         print(
             f"\nscaling: {big_lines / small_lines:.1f}× the code took {big / small:.2f}× the time"
         )

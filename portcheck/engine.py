@@ -12,6 +12,7 @@ parent re-attaches the rule with one dictionary lookup.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import multiprocessing
 import os
@@ -19,6 +20,7 @@ import pickle
 import sqlite3
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,25 @@ WINDOW_CHUNKS = 4  # chunks in flight per worker before the parent waits
 CACHE_WRITE_BATCH = 512
 
 _worker_extractor: Extractor | None = None
+# Young-generation collections every 20,000 allocations instead of 700: a scan allocates
+# millions of short-lived objects (syntax nodes, tuples) and no reference cycles worth
+# finding early; the collector's passes over them cost ~15 % of a scan (measured).
+GC_THRESHOLD = (20_000, 50, 100)
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Collect garbage less often while scanning, and freeze what exists now (the rules,
+    the lookup tables) so that no collection walks it again; worker processes forked
+    inside inherit both. The previous settings are restored afterwards."""
+    previous = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLD)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*previous)
+        gc.unfreeze()
 
 
 WireUse = tuple[str, str, str, str, Any, bool, str | None]

@@ -16,6 +16,7 @@ from portcheck.engine import (
     Read,
     ScanCache,
     default_cache_path,
+    fewer_collections,
     read_all_keyed,
     read_files,
     scan_candidates,
@@ -100,7 +101,21 @@ def scan(
     except ValueError as exc:
         raise ScanError(str(exc)) from None
     extractor = Extractor(rules if rules is not None else default_rules(), ignored)
+    with fewer_collections():
+        report = _scan_tree(root, chosen, extractor, exclude, max_file_bytes, jobs, cache, progress)
+    return replace(report, seconds=time.perf_counter() - started)
 
+
+def _scan_tree(
+    root: Path,
+    chosen: tuple[Target, ...],
+    extractor: Extractor,
+    exclude: Sequence[str],
+    max_file_bytes: int,
+    jobs: int | None,
+    cache: bool,
+    progress: ProgressCallback | None,
+) -> Report:
     candidates: list[Candidate] = []
     skipped: list[Skipped] = []
     for item in discover(root, exclude, max_file_bytes):
@@ -115,8 +130,7 @@ def scan(
     if not cache:
         reads: Iterable[Read] = read_files(candidates, extractor, keyed=False)
         scans = _scan(reads, candidates, extractor, jobs, None, progress, skipped)
-        report = _assemble(root, chosen, scans, skipped)
-        return replace(report, seconds=time.perf_counter() - started)
+        return _assemble(root, chosen, scans, skipped)
     scan_cache = ScanCache(default_cache_path())
     try:
         keyed = read_all_keyed(candidates, extractor, KEEP_READ_BYTES)
@@ -131,7 +145,7 @@ def scan(
             report = remembered
     finally:
         scan_cache.close()
-    return replace(report, root=str(root), seconds=time.perf_counter() - started)
+    return replace(report, root=str(root))
 
 
 MEMO_VERSION = "report-1"  # bump when _assemble or the Report's fields change
