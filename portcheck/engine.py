@@ -32,7 +32,7 @@ from portcheck.python.rules import python_rules_digest
 from portcheck.resources import cache_dir
 from portcheck.ruleset import RuleSet
 
-CACHE_VERSION = "scan-3"  # bump when extraction or checks change what they produce
+CACHE_VERSION = "scan-4"  # bump when extraction or checks change what they produce
 MIN_FILES_FOR_POOL = 16
 CHUNK_FILES = 8  # files per task sent to a worker...
 CHUNK_BYTES = 256 * 1024  # ...or fewer when they are large
@@ -80,10 +80,12 @@ def uses_to_wire(uses: Iterable[Use]) -> list[WireUse]:
     ]
 
 
-def uses_from_wire(rows: Iterable[WireUse], rules: RuleSet) -> list[Use]:
-    lookup = rules.lookup
+def uses_from_wire(rows: Sequence[WireUse], rules: RuleSet) -> list[Use]:
+    # Each rule is looked up once; then one C-level dict.get per use (None stays None).
+    rule_of = {name: rules.lookup(name) for name in {row[6] for row in rows} if name}
+    get = rule_of.get
     return [
-        Use(name, kind, family, path, span, device, lookup(rule) if rule else None)
+        Use(name, kind, family, path, span, device, get(rule))  # type: ignore[arg-type]
         for name, kind, family, path, span, device, rule in rows
     ]
 

@@ -296,12 +296,12 @@ class ApiRule:
         return data
 
 
-@dataclass(frozen=True, slots=True)
-class Use:
+class Use(NamedTuple):
     """One occurrence of a CUDA construct in code.
 
     `rule` is None when the name looks like CUDA but the rule set does not know it;
-    such uses have status `unknown` on every target.
+    such uses have status `unknown` on every target. A named tuple, like Span: a scan
+    makes tens of thousands, in the workers and again in the parent (see engine).
     """
 
     name: str

@@ -513,7 +513,7 @@ class PythonScan:
                 span.end_byte + offset,
             )
 
-        self.result.uses.extend(replace(u, span=move(u.span)) for u in inner.uses)
+        self.result.uses.extend(u._replace(span=move(u.span)) for u in inner.uses)
         self.result.findings.extend(replace(f, span=move(f.span)) for f in inner.findings)
         self.result.kernels.extend(replace(k, span=move(k.span)) for k in inner.kernels)
         self.result.definitions |= inner.definitions

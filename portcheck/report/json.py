@@ -66,22 +66,28 @@ def _lists(report: Report) -> dict[str, Iterable[object]]:
 
 def _encoded_uses(uses: Iterable[Use]) -> Iterator[str]:
     """Each use as `_encode(use.to_dict())` would write it, built directly: a report has
-    tens of thousands of uses, and most of each entry (hip name and statuses) is the
-    same for every use of one rule, so that part is encoded once per rule."""
+    tens of thousands of uses, and most of each entry is shared with other uses (the
+    name, kind, family and path; the hip name and statuses of one rule), so those parts
+    are encoded once each."""
     tails: dict[int, str] = {}
+    heads: dict[tuple[str, str, str, str], str] = {}
     for use in uses:
-        rule = use.rule
+        name, kind, family, path, span, device, rule = use
         tail = tails.get(id(rule))
         if tail is None:
             data = use.to_dict()
             tail = tails[id(rule)] = _encode({"hip": data["hip"], "status": data["status"]})[1:]
-        span = use.span
+        key = (name, kind, family, path)
+        head = heads.get(key)
+        if head is None:
+            head = heads[key] = (
+                f'{{"name": {_string(name)}, "kind": {_string(kind)}, '
+                f'"family": {_string(family)}, "path": {_string(path)}, '
+            )
+        line, column, end_line, end_column = span[:4]
         yield (
-            f'{{"name": {_string(use.name)}, "kind": {_string(use.kind)}, '
-            f'"family": {_string(use.family)}, "path": {_string(use.path)}, '
-            f'"line": {span.line}, "column": {span.column}, "end_line": {span.end_line}, '
-            f'"end_column": {span.end_column}, '
-            f'"in_device_code": {"true" if use.in_device_code else "false"}, {tail}'
+            f'{head}"line": {line}, "column": {column}, "end_line": {end_line}, '
+            f'"end_column": {end_column}, "in_device_code": {"true" if device else "false"}, {tail}'
         )
 
 
