@@ -61,8 +61,11 @@ def warp_size_assumption(ctx: Context) -> None:
     if ctx.root is None:
         return
     for node in ctx.device_nodes("binary"):
+        right = node.child_by_field_name("right")
+        if right is None or right.type not in ("number_literal", "identifier"):
+            continue  # most device arithmetic: nothing to look up
         operator = node.child_by_field_name("operator")
-        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        left = node.child_by_field_name("left")
         value = _value(ctx, right)
         if operator is None or value is None or (text(operator), value) not in WARP_ARITHMETIC:
             continue
