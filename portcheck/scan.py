@@ -25,7 +25,7 @@ from portcheck.engine import (
     uses_to_wire,
 )
 from portcheck.extract import Extractor, FileScan
-from portcheck.graph import build_call_graph, kernels_reaching
+from portcheck.graph import Node, build_call_graph, kernels_reaching
 from portcheck.model import (
     ROUTES,
     TARGETS,
@@ -148,7 +148,7 @@ def _scan_tree(
     return replace(report, root=str(root))
 
 
-MEMO_VERSION = "report-2"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-3"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -225,17 +225,27 @@ def _assemble(
             return PurePosixPath(use.name).name not in own_headers
         return use.name not in own_names
 
-    reach = kernels_reaching(build_call_graph(fn for s in scans for fn in s.functions))
+    reach = kernels_reaching(build_call_graph((s.path, fn) for s in scans for fn in s.functions))
+    names: dict[frozenset[Node], tuple[str, ...]] = {}  # the kernels' names, as findings show them
+    needs: dict[Node, list[str]] = {}  # kernel -> slugs of the findings it reaches
+
+    def attributed(finding: Finding) -> Finding:
+        kernels = reach.get((finding.path, finding.function))
+        if not kernels:
+            return finding
+        for kernel in kernels:
+            needs.setdefault(kernel, []).append(finding.slug)
+        shown = names.get(kernels)
+        if shown is None:
+            shown = names[kernels] = tuple(sorted({name for _, name in kernels}))
+        return replace(finding, kernels=shown)
 
     files: list[FileSummary] = []
     uses: list[Use] = []
     findings: list[Finding] = []
     for file_scan in scans:
         kept = [u for u in file_scan.uses if is_cuda(u)]
-        file_findings = [
-            replace(f, kernels=reach.get(f.function, ())) if f.function else f
-            for f in file_scan.findings
-        ]
+        file_findings = [attributed(f) if f.function else f for f in file_scan.findings]
         uses.extend(kept)
         findings.extend(file_findings)
         files.append(
@@ -250,7 +260,7 @@ def _assemble(
                 scores=scores(kept, file_findings, targets),
             )
         )
-    kernels = _kernels_with_needs([k for s in scans for k in s.kernels], findings)
+    kernels = _kernels_with_needs([k for s in scans for k in s.kernels], needs)
     return Report(
         python=_python_section(root, scans),
         root=str(root),
@@ -308,11 +318,7 @@ def _python_section(root: Path, scans: list[FileScan]) -> PythonSection | None:
     )
 
 
-def _kernels_with_needs(kernels: list[Kernel], findings: list[Finding]) -> tuple[Kernel, ...]:
+def _kernels_with_needs(kernels: list[Kernel], needs: dict[Node, list[str]]) -> tuple[Kernel, ...]:
     """Kernels with the findings that reach them, most in need first."""
-    slugs: dict[str, list[str]] = {}
-    for finding in findings:
-        for kernel in finding.kernels:
-            slugs.setdefault(kernel, []).append(finding.slug)
-    ranked = [replace(k, findings=tuple(sorted(slugs.get(k.name, ())))) for k in kernels]
+    ranked = [replace(k, findings=tuple(sorted(needs.get((k.path, k.name), ())))) for k in kernels]
     return tuple(sorted(ranked, key=lambda k: (-len(k.findings), k.path, k.span.line)))

@@ -187,3 +187,24 @@ def test_unsupported_api_uses_the_rule_set(tmp_path, rules):
     (finding,) = [f for f in portcheck.scan(source).findings if f.slug == "unsupported-api"]
     assert finding.span.line == 2 and name in finding.message
     assert finding.targets.zluda == rules.lookup(name).status.zluda
+
+
+def test_a_helper_defined_in_the_callers_own_file_is_the_one_it_calls(tmp_path):
+    # Two samples each define their own `warpReduce`; only the first has a hazard in it.
+    shutil.copy(HAZARD_FIXTURES / "warp_reduce.cu", tmp_path)
+    (tmp_path / "other_sample.cu").write_text(
+        "__device__ float warpReduce(float v) {\n"
+        "  for (int offset = warpSize / 2; offset > 0; offset /= 2)\n"
+        "    v += __shfl_down(v, offset);\n"
+        "  return v;\n"
+        "}\n"
+        "__global__ void columnSums(const float* m, float* out) {\n"
+        "  out[blockIdx.x] = warpReduce(m[threadIdx.x]);\n"
+        "}\n"
+    )
+    report = portcheck.scan(tmp_path)
+    in_helper = [f for f in report.findings if f.function == "warpReduce"]
+    assert in_helper and all(f.path == "warp_reduce.cu" for f in in_helper)
+    assert all(f.kernels == ("blockSum",) for f in in_helper)
+    needs = {k.name: k.findings for k in report.kernels}
+    assert needs["columnSums"] == ()
