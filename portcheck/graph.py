@@ -3,12 +3,13 @@
 A node is a function definition: (path of its file, name). A call from a function
 to a name resolves to the definition of that name in the caller's own file when there
 is one (a `static __device__` helper, or one that several samples each define for
-themselves), and otherwise to every definition of the name elsewhere in the project (a
-helper in a header). Edges go from caller to callee, and from a host function to each
-kernel it launches. A hazard inside a device helper is then attributed to every kernel
-that reaches the helper.
+themselves); otherwise to the definitions nearest the caller in the tree (the same
+folder first, then the closest parent folder: a helper in the sample's or module's own
+header rather than a same-named one in another sample). Edges go from caller to callee,
+and from a host function to each kernel it launches. A hazard inside a device helper is
+then attributed to every kernel that reaches the helper.
 
-Resolving names by file matters for size as well as precision: with names alone, a
+Resolving names by place matters for size as well as precision: with names alone, a
 helper name that recurs in many files joins them into one node, and every finding in
 any of them was attributed to every kernel of all of them, a cost that grew with the
 square of the tree.
@@ -20,6 +21,7 @@ a whole cuda-samples checkout.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -57,18 +59,51 @@ def build_call_graph(functions: Iterable[tuple[str, FunctionInfo]]) -> CallGraph
         if fn.is_kernel:
             graph.kernels.add(node)
     # Calls to names the project does not define (library APIs) are not part of the graph.
+    nearest: dict[tuple[str, str], list[Node]] = {}  # (caller's folder, name) -> definitions
+    places: dict[str, dict[str, list[str]]] = {}  # name -> folder -> definitions beneath it
     for (path, name), names in called.items():
         callees: set[Node] = set()
+        folder = posixpath.dirname(path)
         for callee in names:
             paths = defined_in.get(callee)
             if not paths:
                 continue
             if path in paths:
                 callees.add((path, callee))
-            else:
-                callees.update((other, callee) for other in paths)
+                continue
+            found = nearest.get((folder, callee))
+            if found is None:
+                found = nearest[(folder, callee)] = _nearest(folder, callee, paths, places)
+            callees.update(found)
         graph.calls[(path, name)] = callees
     return graph
+
+
+def _folders(path: str) -> list[str]:
+    """ "a/b/c.cu" -> ["", "a", "a/b"]: the folders containing a file, outermost first."""
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[:i]) for i in range(len(parts) + 1)]
+
+
+def _nearest(
+    folder: str, name: str, paths: set[str], places: dict[str, dict[str, list[str]]]
+) -> list[Node]:
+    """The definitions of `name` closest to a caller in `folder`: those in the innermost
+    folder around the caller that has any (the same sample or module first, then its
+    parents). Each name's folders are indexed once, so this stays linear in the tree."""
+    if len(paths) == 1:
+        return [(next(iter(paths)), name)]
+    index = places.get(name)
+    if index is None:
+        index = places[name] = {}
+        for path in sorted(paths):
+            for around in _folders(path):
+                index.setdefault(around, []).append(path)
+    for around in reversed(_folders(f"{folder}/x" if folder else "x")):
+        found = index.get(around)
+        if found:
+            return [(path, name) for path in found]
+    return []
 
 
 def kernels_reaching(graph: CallGraph) -> dict[Node, frozenset[Node]]:

@@ -208,3 +208,28 @@ def test_a_helper_defined_in_the_callers_own_file_is_the_one_it_calls(tmp_path):
     assert all(f.kernels == ("blockSum",) for f in in_helper)
     needs = {k.name: k.findings for k in report.kernels}
     assert needs["columnSums"] == ()
+
+
+def test_a_helper_in_the_samples_own_header_is_preferred_to_another_samples(tmp_path):
+    for sample, body in (
+        ("scan", "(threadIdx.x & 31) + v"),
+        ("sort", "(threadIdx.x % warpSize) + v"),
+    ):
+        folder = tmp_path / "samples" / sample
+        folder.mkdir(parents=True)
+        (folder / "helpers.cuh").write_text(
+            f"__device__ int laneOf(int v) {{\n  return {body};\n}}\n"
+        )
+        (folder / f"{sample}.cu").write_text(
+            '#include "helpers.cuh"\n'
+            f"__global__ void {sample}Kernel(int* out) {{\n"
+            "  out[threadIdx.x] = laneOf(threadIdx.x);\n"
+            "}\n"
+        )
+    report = portcheck.scan(tmp_path)
+    in_helper = [f for f in report.findings if f.function == "laneOf"]
+    assert [(f.path, f.kernels) for f in in_helper] == [
+        ("samples/scan/helpers.cuh", ("scanKernel",))
+    ]
+    needs = {k.name: k.findings for k in report.kernels}
+    assert needs["scanKernel"] and needs["sortKernel"] == ()
