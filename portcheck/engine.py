@@ -42,7 +42,8 @@ CACHE_WRITE_BATCH = 512
 _worker_extractor: Extractor | None = None
 # Young-generation collections every 20,000 allocations instead of 700: a scan allocates
 # millions of short-lived objects (syntax nodes, tuples) and no reference cycles worth
-# finding early; the collector's passes over them cost ~15 % of a scan (measured).
+# finding early. Measured on cuda-samples: ~15 % less CPU for a serial scan, ~5 % less
+# wall time for a parallel one (A/B of alternating runs).
 GC_THRESHOLD = (20_000, 50, 100)
 
 

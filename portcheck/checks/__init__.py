@@ -314,19 +314,16 @@ def suppressed(
     return slugs is None or finding.slug in slugs or finding.id in slugs
 
 
-_ALL_REGISTERED: list[bool] = []  # non-empty once every check module is imported
-
-
-def _register_all() -> None:
-    from portcheck.checks import apis, build, device, warp  # noqa: F401  (registers checks)
-
-    _ALL_REGISTERED.append(True)
+_all_registered = False  # every check module imported (some may be imported earlier alone)
 
 
 def run_checks(ctx: Context, ignore: frozenset[str] = frozenset()) -> list[Finding]:
     """Run every registered check on one file; returns its unsuppressed findings."""
-    if not _ALL_REGISTERED:
-        _register_all()
+    global _all_registered
+    if not _all_registered:
+        from portcheck.checks import apis, build, device, warp  # noqa: F401  (registers checks)
+
+        _all_registered = True
 
     specs = catalogue()
     for slug, check in REGISTRY.items():
