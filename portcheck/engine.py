@@ -136,6 +136,21 @@ class ScanCache:
             return None
         return None if row is None else bytes(row[0])
 
+    def present(self, keys: Sequence[str]) -> set[str]:
+        """Which of these keys have a stored result (without reading the results)."""
+        if self._db is None:
+            return set()
+        found: set[str] = set()
+        try:
+            for start in range(0, len(keys), 500):  # SQLite's limit on bound parameters
+                batch = keys[start : start + 500]
+                marks = ",".join("?" * len(batch))
+                rows = self._db.execute(f"SELECT key FROM scans WHERE key IN ({marks})", batch)
+                found.update(row[0] for row in rows)
+        except sqlite3.Error:
+            return set()
+        return found
+
     def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
         if self._db is None or not items:
             return

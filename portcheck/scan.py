@@ -13,6 +13,7 @@ from portcheck import __version__
 from portcheck.checks import resolve_ignores
 from portcheck.discover import MAX_FILE_BYTES, Candidate, discover
 from portcheck.engine import (
+    MIN_FILES_FOR_POOL,
     Read,
     ScanCache,
     default_cache_path,
@@ -138,6 +139,11 @@ def _scan_tree(
         slot = os.path.realpath(root)
         remembered = _memo_get(scan_cache, slot, key, root, extractor.rules)
         if remembered is None:
+            # A commit that changed a few files: scan them here, without starting a pool.
+            keys = [read.key for read in keyed if read.key]
+            misses = len(keys) - len(scan_cache.present(keys))
+            if misses < MIN_FILES_FOR_POOL:
+                jobs = 1
             scans = _scan(keyed, candidates, extractor, jobs, scan_cache, progress, skipped)
             report = _assemble(root, chosen, scans, skipped)
             scan_cache.put_report(slot, key, _memo_dump(report))
