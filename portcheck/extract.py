@@ -22,7 +22,7 @@ from pathlib import PurePosixPath
 
 from tree_sitter import Node, QueryCursor
 
-from portcheck.checks import Context, FunctionInfo, run_checks
+from portcheck.checks import METHOD_MARK, Context, FunctionInfo, run_checks
 from portcheck.model import (
     ApiRule,
     Dependency,
@@ -327,7 +327,7 @@ class Extractor:
         self._scan_tokens(data, root, aliases, using_namespaces, add, result.definitions)
         self._scan_structure(captures, data, add, in_device, index, path, result)
         result.uses.sort(key=lambda u: (u.span.start_byte, u.name))
-        result.functions = self._functions(captures)
+        result.functions = self._functions(captures, aliases)
         ctx = Context(
             path,
             language,
@@ -342,9 +342,12 @@ class Extractor:
         result.findings = run_checks(ctx, self.ignore)
         return result
 
-    @staticmethod
-    def _functions(captures: dict[str, list[Node]]) -> list[FunctionInfo]:
-        """Function definitions with the names they call, for the call graph."""
+    def _functions(
+        self, captures: dict[str, list[Node]], aliases: dict[bytes, str]
+    ) -> list[FunctionInfo]:
+        """Function definitions with the names they call, for the call graph. A call
+        qualified by a library namespace (`cg::reduce`, `thrust::sort`, `std::max`) is
+        not a call of the project's own function of that name."""
         functions: list[FunctionInfo] = []
         for fn in captures.get("function", ()):
             declarator = fn.child_by_field_name("declarator")
@@ -372,8 +375,15 @@ class Extractor:
             while i >= 0 and not (functions[i].start <= callee.start_byte < functions[i].end):
                 i -= 1
             if i >= 0:
-                name = strip_template_args((callee.text or b"").decode()).split("::")[-1]
-                functions[i].calls.add(name)
+                parts = strip_template_args((callee.text or b"").decode()).split("::")
+                scope = parts[0].strip()
+                if len(parts) > 1 and (
+                    scope == "std" or scope.encode() in aliases or scope in self.qualified_prefixes
+                ):
+                    continue
+                # `obj.sync()`: a method, marked so the graph looks for it nearby only.
+                method = callee.type == "field_identifier"
+                functions[i].calls.add(f"{METHOD_MARK}{parts[-1]}" if method else parts[-1])
         return functions
 
     def _device_ranges(self, captures: dict[str, list[Node]]) -> list[tuple[int, int]]:

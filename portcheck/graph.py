@@ -5,7 +5,8 @@ to a name resolves to the definition of that name in the caller's own file when 
 is one (a `static __device__` helper, or one that several samples each define for
 themselves); otherwise to the definitions nearest the caller in the tree (the same
 folder first, then the closest parent folder: a helper in the sample's or module's own
-header rather than a same-named one in another sample). Edges go from caller to callee,
+header rather than a same-named one in another sample); a method call (`group.sync()`)
+only to definitions in the caller's folder or below. Edges go from caller to callee,
 and from a host function to each kernel it launches. A hazard inside a device helper is
 then attributed to every kernel that reaches the helper.
 
@@ -25,7 +26,7 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from portcheck.checks import FunctionInfo
+from portcheck.checks import METHOD_MARK, FunctionInfo
 
 Node = tuple[str, str]  # (path, function name)
 
@@ -64,16 +65,19 @@ def build_call_graph(functions: Iterable[tuple[str, FunctionInfo]]) -> CallGraph
     for (path, name), names in called.items():
         callees: set[Node] = set()
         folder = posixpath.dirname(path)
-        for callee in names:
+        for called_name in names:
+            method = called_name.startswith(METHOD_MARK)
+            callee = called_name.removeprefix(METHOD_MARK)
             paths = defined_in.get(callee)
             if not paths:
                 continue
             if path in paths:
                 callees.add((path, callee))
                 continue
-            found = nearest.get((folder, callee))
+            found = nearest.get((folder, called_name))
             if found is None:
-                found = nearest[(folder, callee)] = _nearest(folder, callee, paths, places)
+                found = _nearest(folder, callee, paths, places, widen=not method)
+                nearest[(folder, called_name)] = found
             callees.update(found)
         graph.calls[(path, name)] = callees
     return graph
@@ -86,12 +90,20 @@ def _folders(path: str) -> list[str]:
 
 
 def _nearest(
-    folder: str, name: str, paths: set[str], places: dict[str, dict[str, list[str]]]
+    folder: str,
+    name: str,
+    paths: set[str],
+    places: dict[str, dict[str, list[str]]],
+    *,
+    widen: bool = True,
 ) -> list[Node]:
     """The definitions of `name` closest to a caller in `folder`: those in the innermost
     folder around the caller that has any (the same sample or module first, then its
-    parents). Each name's folders are indexed once, so this stays linear in the tree."""
-    if len(paths) == 1:
+    parents). Each name's folders are indexed once, so this stays linear in the tree.
+    Without `widen` (a method call such as `group.sync()`, whose class is unknown) only
+    the caller's folder and those below it count: a same-named method of another
+    module's class is not a guess worth making."""
+    if len(paths) == 1 and widen:
         return [(next(iter(paths)), name)]
     index = places.get(name)
     if index is None:
@@ -99,7 +111,8 @@ def _nearest(
         for path in sorted(paths):
             for around in _folders(path):
                 index.setdefault(around, []).append(path)
-    for around in reversed(_folders(f"{folder}/x" if folder else "x")):
+    arounds = reversed(_folders(f"{folder}/x" if folder else "x")) if widen else [folder]
+    for around in arounds:
         found = index.get(around)
         if found:
             return [(path, name) for path in found]

@@ -154,7 +154,7 @@ def _scan_tree(
     return replace(report, root=str(root))
 
 
-MEMO_VERSION = "report-5"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-6"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 

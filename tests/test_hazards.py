@@ -233,3 +233,28 @@ def test_a_helper_in_the_samples_own_header_is_preferred_to_another_samples(tmp_
     ]
     needs = {k.name: k.findings for k in report.kernels}
     assert needs["scanKernel"] and needs["sortKernel"] == ()
+
+
+def test_library_calls_and_methods_resolve_like_the_compiler_would(tmp_path):
+    # `cg::sync(block)` is cooperative groups', not the project's own `sync`; the member
+    # call `peers.sync()` is the method of the class in the same file.
+    (tmp_path / "peers.cu").write_text(
+        "#include <cooperative_groups.h>\n"
+        "namespace cg = cooperative_groups;\n"
+        "struct Peers {\n"
+        "  __device__ void sync() const {\n"
+        '    asm volatile("bar.sync 0;");\n'
+        "  }\n"
+        "};\n"
+        "__global__ void exchange(Peers peers) {\n"
+        "  peers.sync();\n"
+        "}\n"
+        "__global__ void blockOnly(int* out) {\n"
+        "  cg::thread_block block = cg::this_thread_block();\n"
+        "  cg::sync(block);\n"
+        "  out[0] = 1;\n"
+        "}\n"
+    )
+    report = portcheck.scan(tmp_path)
+    (ptx,) = [f for f in report.findings if f.slug == "inline-ptx"]
+    assert ptx.function == "sync" and ptx.kernels == ("exchange",)

@@ -164,9 +164,13 @@ def line_fingerprint(slug: str, path: str, data: bytes, offset: int) -> str:
     return digest.hexdigest()[:20]
 
 
+METHOD_MARK = "."  # in FunctionInfo.calls: ".sync" is a call of a method named sync
+
+
 @dataclass
 class FunctionInfo:
-    """A function definition in a file, for the call graph."""
+    """A function definition in a file, for the call graph. `calls` holds the names it
+    calls; a method call (`group.sync()`) is METHOD_MARK + name."""
 
     name: str
     start: int

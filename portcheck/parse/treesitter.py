@@ -19,6 +19,7 @@ STRUCTURE_PATTERNS = """
     (lambda_expression) @lambda
     (ERROR) @error
     (call_expression function: [(identifier) (qualified_identifier) (template_function)] @callee)
+    (call_expression function: (field_expression field: (field_identifier) @callee))
     """
 
 
