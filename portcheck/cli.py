@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING
 import click
 
 from portcheck import __version__
-from portcheck.model import TARGETS, Report
+from portcheck.model import ENGINES, TARGETS, Report
 from portcheck.report import FORMATS, formatter
 from portcheck.ruleset import RuleError
 from portcheck.scan import ProgressCallback, ScanError, parse_targets, scan
-from portcheck.translate.hipify import ENGINES
 
 if TYPE_CHECKING:
     from portcheck.compile import CompileReport

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import multiprocessing
 import os
 import pickle
 import sqlite3
@@ -396,6 +395,8 @@ class _Pending:
 
 
 def _make_pool(workers: int) -> Any:
+    import multiprocessing  # only for a pool: a cached or small scan never starts one
+
     methods = multiprocessing.get_all_start_methods()
     # fork lets workers inherit the loaded rule set and extractor instead of rebuilding them.
     context = multiprocessing.get_context("fork" if "fork" in methods else None)

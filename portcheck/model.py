@@ -89,6 +89,9 @@ class Route(StrEnum):
 
 ROUTES: tuple[Route, ...] = (Route.ROCM, Route.DIRECTML)
 
+# Translation engines: portcheck's own, and HIPIFY's two tools run as subprocesses.
+ENGINES = ("builtin", "hipify-perl", "hipify-clang")
+
 
 class Span(NamedTuple):
     """A region of a file: 1-based lines and columns (columns count characters),

@@ -13,7 +13,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-ENGINES = ("builtin", "hipify-perl", "hipify-clang")
+from portcheck.model import ENGINES
+
+__all__ = ["ENGINES", "EngineError", "find_tool", "run_hipify"]
 TIMEOUT_SECONDS = 300
 
 
