@@ -88,6 +88,9 @@ class Candidate:
     relpath: str  # relative to the root, with "/"
     language: Language
     needs_cuda_check: bool  # a C/C++ file: scanned only if it turns out to use CUDA
+    # size, modification and change times (ns) and inode when discovered: a re-scan may
+    # trust what it recorded of a file whose stamp is unchanged (see engine.read_all_keyed)
+    stamp: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
 MANIFEST_NAMES = {
@@ -269,7 +272,8 @@ def _consider_file(
     if st.st_size > max_bytes:
         yield Skipped(relpath, f"larger than {max_bytes // (1024 * 1024)} MiB ({st.st_size} bytes)")
         return
-    yield Candidate(Path(path), relpath, language, needs_check and not named)
+    stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    yield Candidate(Path(path), relpath, language, needs_check and not named, stamp)
 
 
 def read_candidate(candidate: Candidate) -> bytes | Skipped | None:

@@ -17,6 +17,7 @@ import hashlib
 import os
 import pickle
 import sqlite3
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -119,6 +120,11 @@ class ScanCache:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, timeout=5)
             self._db.execute("CREATE TABLE IF NOT EXISTS scans (key TEXT PRIMARY KEY, value BLOB)")
+            # What the last scan of each tree recorded of its files (read_all_keyed).
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS files (tree TEXT, relpath TEXT, stamp TEXT,"
+                " context TEXT, recorded INTEGER, state TEXT, PRIMARY KEY (tree, relpath))"
+            )
             # The last report of each scanned tree, with the key of all its inputs.
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS reports (slot TEXT PRIMARY KEY, key TEXT, value BLOB)"
@@ -156,6 +162,33 @@ class ScanCache:
         try:
             with self._db:
                 self._db.executemany("INSERT OR REPLACE INTO scans VALUES (?, ?)", items)
+        except sqlite3.Error:
+            pass
+
+    def file_states(self, tree: str) -> dict[str, FileState]:
+        """relpath -> (stamp, context, recorded, state) recorded for `tree`."""
+        if self._db is None:
+            return {}
+        try:
+            rows = self._db.execute(
+                "SELECT relpath, stamp, context, recorded, state FROM files WHERE tree = ?",
+                (tree,),
+            ).fetchall()
+        except sqlite3.Error:
+            return {}
+        return {row[0]: (row[1], row[2], row[3], row[4]) for row in rows}
+
+    def put_file_states(self, tree: str, states: dict[str, FileState]) -> None:
+        """Record the files of `tree` as they are now (replacing what was recorded)."""
+        if self._db is None:
+            return
+        try:
+            with self._db:
+                self._db.execute("DELETE FROM files WHERE tree = ?", (tree,))
+                self._db.executemany(
+                    "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
+                    [(tree, relpath, *state) for relpath, state in states.items()],
+                )
         except sqlite3.Error:
             pass
 
@@ -237,21 +270,81 @@ def read_files(
         yield Read(candidate, data, key)
 
 
+# A file modified less than this long before its state was recorded is read again next
+# time: a file system's timestamps can be that coarse, so an edit made in the same tick as
+# the recording would leave the stamp unchanged (git's "racy" entries).
+RACY_NS = 2_000_000_000
+
+FileState = tuple[str, str, int, str]  # (stamp, context, recorded at (ns), state)
+
+
+def _stamp(candidate: Candidate) -> str:
+    return ":".join(map(str, candidate.stamp))
+
+
 def read_all_keyed(
-    candidates: Sequence[Candidate], extractor: Extractor, keep_bytes: int
-) -> list[Read]:
-    """Every candidate read and keyed up front (the tree's memo key needs all the keys).
-    The first `keep_bytes` of file contents are kept for the scan that may follow; later
-    files' bytes are dropped (REREAD), so memory stays bounded on a huge tree."""
-    reads = []
+    candidates: Sequence[Candidate],
+    extractor: Extractor,
+    keep_bytes: int,
+    known: dict[str, FileState] | None = None,
+) -> tuple[list[Read], dict[str, FileState]]:
+    """Every candidate keyed up front (the tree's memo key needs all the keys), and the
+    state of each file to record for the next scan.
+
+    A file whose stamp (size, times, inode) is what `known` recorded, with the same rules
+    and options, and which was not modified just before that recording, is not read: its
+    recorded key (or "no CUDA" / skip reason) is used, and its bytes are read later only
+    if it has to be scanned (REREAD). Other files are read and hashed. The first
+    `keep_bytes` of contents read are kept for the scan that may follow; later files'
+    bytes are dropped (REREAD), so memory stays bounded on a huge tree."""
+    known = known or {}
+    context = _key_context(extractor)
+    now = time.time_ns()
+    reads: list[Read] = []
+    states: dict[str, FileState] = {}
     kept = 0
-    for read in read_files(candidates, extractor, keyed=True):
+    for candidate in candidates:
+        stamp, where = _stamp(candidate), f"{context}:{candidate.language}"
+        entry = known.get(candidate.relpath)
+        if (
+            entry is not None
+            and entry[0] == stamp
+            and entry[1] == where
+            and candidate.stamp[1] + RACY_NS < entry[2]
+        ):
+            states[candidate.relpath] = entry
+            state = entry[3]
+            if state.startswith("key:"):
+                reads.append(Read(candidate, REREAD, state[4:]))
+            elif state.startswith("skip:"):
+                reads.append(Read(candidate, Skipped(candidate.relpath, state[5:]), ""))
+            else:
+                reads.append(Read(candidate, None, ""))
+            continue
+        read = next(read_files([candidate], extractor, keyed=True))
         if isinstance(read.data, bytes):
+            state = f"key:{read.key}"
             kept += len(read.data)
             if kept > keep_bytes:
                 read.data = REREAD
+        elif isinstance(read.data, Skipped):
+            state = f"skip:{read.data.reason}"
+        else:
+            state = "none"
+        states[candidate.relpath] = (stamp, where, now, state)
         reads.append(read)
-    return reads
+    return reads, states
+
+
+def _key_context(extractor: Extractor) -> str:
+    """What a file's key depends on besides its path, language and bytes."""
+    parts = (
+        CACHE_VERSION,
+        extractor.rules.digest,
+        python_rules_digest(),
+        *sorted(extractor.ignore),
+    )
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 
 
 def tree_key(reads: Sequence[Read], skipped: Sequence[Skipped], *parts: str) -> str:
@@ -349,15 +442,15 @@ def scan_candidates(
     try:
         for read in reads:
             candidate, data, key = read.candidate, read.data, read.key
-            if data is REREAD:
-                data = read_candidate(candidate)
-            if data is None or isinstance(data, Skipped):
-                slots.append([candidate, data])
-                yield from drain(WINDOW_CHUNKS * workers)
-                continue
             payload = cache.get(key) if cache is not None and key else None
             if payload is not None:
                 slots.append([candidate, _from_wire(payload, extractor.rules)])
+                yield from drain(WINDOW_CHUNKS * workers)
+                continue
+            if data is REREAD:  # its bytes were not kept (or not read at all): read them now
+                data = read_candidate(candidate)
+            if data is None or isinstance(data, Skipped):
+                slots.append([candidate, data])
             elif use_pool:
                 slot = [candidate, key]  # the key stands in until the chunk is submitted
                 slots.append(slot)

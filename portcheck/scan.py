@@ -134,9 +134,12 @@ def _scan_tree(
         return _assemble(root, chosen, scans, skipped)
     scan_cache = ScanCache(default_cache_path())
     try:
-        keyed = read_all_keyed(candidates, extractor, KEEP_READ_BYTES)
-        key = tree_key(keyed, skipped, MEMO_VERSION, __version__, *map(str, chosen))
         slot = os.path.realpath(root)
+        known = scan_cache.file_states(slot)
+        keyed, states = read_all_keyed(candidates, extractor, KEEP_READ_BYTES, known)
+        if states != known:
+            scan_cache.put_file_states(slot, states)
+        key = tree_key(keyed, skipped, MEMO_VERSION, __version__, *map(str, chosen))
         remembered = _memo_get(scan_cache, slot, key, root, extractor.rules)
         if remembered is None:
             # A commit that changed a few files: scan them here, without starting a pool.

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections import Counter
 
 import pytest
@@ -186,3 +188,47 @@ def test_an_unchanged_tree_is_answered_without_scanning_a_file(tmp_path, monkeyp
     (tree / "src" / "ops_gen.inc").write_text("// generated\n")
     (extension,) = document(cache=True, jobs=1)["python"]["extensions"]
     assert extension["missing"] == []
+
+
+def test_a_rescan_reads_only_the_files_whose_stamp_changed(tmp_path, monkeypatch):
+    monkeypatch.setenv("PORTCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for source in SCAN_FIXTURES.iterdir():
+        (tree / source.name).write_bytes(source.read_bytes())
+    # Files written a moment ago are read again on the next scan (their timestamps could
+    # hide an edit made in the same tick); these were written "a minute ago".
+    past = time.time() - 60
+    for path in tree.iterdir():
+        os.utime(path, (past, past))
+
+    def document():
+        doc = json.loads(portcheck.scan(tree, jobs=1).to_json())
+        doc["summary"].pop("seconds")
+        return doc
+
+    first = document()
+    from portcheck import engine
+
+    opened: list[str] = []
+    real_read = engine.read_candidate
+
+    def counting_read(candidate):
+        opened.append(candidate.relpath)
+        return real_read(candidate)
+
+    monkeypatch.setattr(engine, "read_candidate", counting_read)
+    assert document() == first
+    assert opened == []  # nothing changed: no file was even opened
+
+    # Same size, same modification time, different bytes: the change time still differs.
+    reduction = tree / "reduction.cu"
+    text = reduction.read_bytes()
+    reduction.write_bytes(text.replace(b"cudaMalloc(", b"cudaFree  (", 1))
+    os.utime(reduction, (past, past))
+    edited = document()
+    assert opened == ["reduction.cu"]
+    names = Counter(u["name"] for u in edited["usages"] if u["path"] == "reduction.cu")
+    before = Counter(u["name"] for u in first["usages"] if u["path"] == "reduction.cu")
+    assert names["cudaMalloc"] == before["cudaMalloc"] - 1
+    assert names["cudaFree"] == before["cudaFree"] + 1
