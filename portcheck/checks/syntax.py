@@ -31,7 +31,7 @@ def device_query() -> Query:
 def device_captures(root: Node | None, ranges: list[tuple[int, int]]) -> dict[str, list[Node]]:
     """DEVICE_PATTERNS' captures within the given byte ranges (device functions)."""
     found: dict[str, list[Node]] = {}
-    if root is None:
+    if root is None or not ranges:  # host-only code: the query need not even be compiled
         return found
     query = device_query()
     for start, end in ranges:
