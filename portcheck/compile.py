@@ -12,6 +12,7 @@ a genuine port problem tied to a hazard finding, or other).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import os
@@ -28,7 +29,7 @@ from pathlib import Path
 from portcheck.discover import discover, read_candidate
 from portcheck.extract import CUDA_HEADER_SHAPE, Extractor
 from portcheck.model import Finding, Skipped
-from portcheck.resources import cache_dir
+from portcheck.resources import cache_dir, write_bytes_atomically
 from portcheck.ruleset import default_rules
 from portcheck.translate.builtin import Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
@@ -495,13 +496,8 @@ def _compile_one(
     _classify(result, findings_by_path)
     if result.failure_class == "missing-library":
         return result  # installing the library is the fix: do not remember this failure
-    try:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(result.to_dict()))
-        os.replace(tmp, cache_file)
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):  # a read-only cache only costs a rebuild
+        write_bytes_atomically(cache_file, json.dumps(result.to_dict()).encode())
     return result
 
 

@@ -132,89 +132,77 @@ class ScanCache:
         except sqlite3.Error:
             self._db = None  # an unusable cache only costs speed
 
-    def get(self, key: str) -> bytes | None:
+    def _rows(self, sql: str, params: Sequence[object]) -> list[Any]:
+        """The rows a query gives; none when the cache is unusable (it only costs speed)."""
         if self._db is None:
-            return None
+            return []
         try:
-            row = self._db.execute("SELECT value FROM scans WHERE key = ?", (key,)).fetchone()
+            return self._db.execute(sql, params).fetchall()
         except sqlite3.Error:
-            return None
-        return None if row is None else bytes(row[0])
+            return []
 
-    def present(self, keys: Sequence[str]) -> set[str]:
-        """Which of these keys have a stored result (without reading the results)."""
+    def _write(self, change: Callable[[sqlite3.Connection], object]) -> None:
+        """Apply `change` in one transaction; a failure leaves the cache as it was."""
         if self._db is None:
-            return set()
-        found: set[str] = set()
-        try:
-            for start in range(0, len(keys), 500):  # SQLite's limit on bound parameters
-                batch = keys[start : start + 500]
-                marks = ",".join("?" * len(batch))
-                rows = self._db.execute(f"SELECT key FROM scans WHERE key IN ({marks})", batch)
-                found.update(row[0] for row in rows)
-        except sqlite3.Error:
-            return set()
-        return found
-
-    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
-        if self._db is None or not items:
             return
         try:
             with self._db:
-                self._db.executemany("INSERT OR REPLACE INTO scans VALUES (?, ?)", items)
+                change(self._db)
         except sqlite3.Error:
             pass
 
+    def get(self, key: str) -> bytes | None:
+        rows = self._rows("SELECT value FROM scans WHERE key = ?", (key,))
+        return bytes(rows[0][0]) if rows else None
+
+    def present(self, keys: Sequence[str]) -> set[str]:
+        """Which of these keys have a stored result (without reading the results)."""
+        found: set[str] = set()
+        for start in range(0, len(keys), 500):  # SQLite's limit on bound parameters
+            batch = keys[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            found.update(
+                row[0] for row in self._rows(f"SELECT key FROM scans WHERE key IN ({marks})", batch)
+            )
+        return found
+
+    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        if items:
+            self._write(
+                lambda db: db.executemany("INSERT OR REPLACE INTO scans VALUES (?, ?)", items)
+            )
+
     def file_states(self, tree: str) -> dict[str, FileState]:
         """relpath -> (stamp, context, recorded, state) recorded for `tree`."""
-        if self._db is None:
-            return {}
-        try:
-            rows = self._db.execute(
-                "SELECT relpath, stamp, context, recorded, state FROM files WHERE tree = ?",
-                (tree,),
-            ).fetchall()
-        except sqlite3.Error:
-            return {}
+        rows = self._rows(
+            "SELECT relpath, stamp, context, recorded, state FROM files WHERE tree = ?", (tree,)
+        )
         return {row[0]: (row[1], row[2], row[3], row[4]) for row in rows}
 
     def put_file_states(self, tree: str, states: dict[str, FileState]) -> None:
         """Record the files of `tree` as they are now (replacing what was recorded)."""
-        if self._db is None:
-            return
-        try:
-            with self._db:
-                self._db.execute("DELETE FROM files WHERE tree = ?", (tree,))
-                self._db.executemany(
-                    "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
-                    [(tree, relpath, *state) for relpath, state in states.items()],
-                )
-        except sqlite3.Error:
-            pass
+
+        def replace_all(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM files WHERE tree = ?", (tree,))
+            db.executemany(
+                "INSERT INTO files VALUES (?, ?, ?, ?, ?, ?)",
+                [(tree, relpath, *state) for relpath, state in states.items()],
+            )
+
+        self._write(replace_all)
 
     def get_report(self, slot: str, key: str) -> bytes | None:
         """The report stored for tree `slot`, if it was made from inputs with this key."""
-        if self._db is None:
-            return None
-        try:
-            row = self._db.execute(
-                "SELECT value FROM reports WHERE slot = ? AND key = ?", (slot, key)
-            ).fetchone()
-        except sqlite3.Error:
-            return None
-        return None if row is None else bytes(row[0])
+        rows = self._rows("SELECT value FROM reports WHERE slot = ? AND key = ?", (slot, key))
+        return bytes(rows[0][0]) if rows else None
 
     def put_report(self, slot: str, key: str, value: bytes) -> None:
         """Remember the report of tree `slot` (replacing the previous one: one per tree)."""
-        if self._db is None:
-            return
-        try:
-            with self._db:
-                self._db.execute(
-                    "INSERT OR REPLACE INTO reports VALUES (?, ?, ?)", (slot, key, value)
-                )
-        except sqlite3.Error:
-            pass
+        self._write(
+            lambda db: db.execute(
+                "INSERT OR REPLACE INTO reports VALUES (?, ?, ?)", (slot, key, value)
+            )
+        )
 
     def close(self) -> None:
         if self._db is not None:
@@ -225,17 +213,20 @@ def default_cache_path() -> Path:
     return cache_dir() / "scan-cache.sqlite"
 
 
-def _key(extractor: Extractor, relpath: str, language: Language, data: bytes) -> str:
-    digest = hashlib.sha256()
-    for part in (
+def _key_context(extractor: Extractor) -> str:
+    """What every file's cache key depends on besides its path, language and bytes: this
+    module's version, the rule sets and the ignored hazards."""
+    parts = (
         CACHE_VERSION,
         extractor.rules.digest,
         python_rules_digest(),
-        ",".join(sorted(extractor.ignore)),
-        relpath,
-        str(language),
-    ):
-        digest.update(part.encode() + b"\0")
+        *sorted(extractor.ignore),
+    )
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
+
+
+def _key(context: str, relpath: str, language: Language, data: bytes) -> str:
+    digest = hashlib.sha256(f"{context}\0{relpath}\0{language}\0".encode())
     digest.update(data)
     return digest.hexdigest()
 
@@ -243,7 +234,8 @@ def _key(extractor: Extractor, relpath: str, language: Language, data: bytes) ->
 class Read:
     """One candidate after reading: its bytes (or why not: a Skipped, or None for a C/C++
     file with no CUDA in it) and its cache key ("" when there is no cache). `data` is
-    REREAD when the bytes were dropped to bound memory and must be read again."""
+    REREAD when the bytes were dropped to bound memory, or never read because the file's
+    stamp was unchanged, and must be read if the file has to be scanned."""
 
     __slots__ = ("candidate", "data", "key")
 
@@ -252,22 +244,43 @@ class Read:
         self.data = data
         self.key = key
 
+    @property
+    def state(self) -> str:
+        """What the read found, as recorded for the next scan and hashed into the tree's
+        key: `key:<file key>`, `skip:<reason>` or `none` (no CUDA in it)."""
+        if self.key:
+            return f"key:{self.key}"
+        if isinstance(self.data, Skipped):
+            return f"skip:{self.data.reason}"
+        return "none"
 
-REREAD = Skipped("", "")  # a sentinel: read the file again when its turn comes
+    @classmethod
+    def of_state(cls, candidate: Candidate, state: str) -> Read:
+        """The read a recorded state stands for, without opening the file."""
+        if state.startswith("key:"):
+            return cls(candidate, REREAD, state.removeprefix("key:"))
+        if state.startswith("skip:"):
+            return cls(candidate, Skipped(candidate.relpath, state.removeprefix("skip:")), "")
+        return cls(candidate, None, "")
 
 
-def read_files(
-    candidates: Iterable[Candidate], extractor: Extractor, *, keyed: bool
-) -> Iterator[Read]:
-    """Read each candidate and, when `keyed`, compute its cache key."""
-    for candidate in candidates:
-        data = read_candidate(candidate)
-        key = (
-            _key(extractor, candidate.relpath, candidate.language, data)
-            if keyed and isinstance(data, bytes)
-            else ""
-        )
-        yield Read(candidate, data, key)
+REREAD = Skipped("", "")  # a sentinel: read the file when its turn comes
+
+
+def _read(candidate: Candidate, context: str | None) -> Read:
+    """Read a candidate and, with a key context, compute its cache key."""
+    data = read_candidate(candidate)
+    key = (
+        _key(context, candidate.relpath, candidate.language, data)
+        if context is not None and isinstance(data, bytes)
+        else ""
+    )
+    return Read(candidate, data, key)
+
+
+def read_files(candidates: Iterable[Candidate]) -> Iterator[Read]:
+    """Each candidate read, without keys (for a scan without the cache)."""
+    return (_read(candidate, None) for candidate in candidates)
 
 
 # A file modified less than this long before its state was recorded is read again next
@@ -275,11 +288,7 @@ def read_files(
 # the recording would leave the stamp unchanged (git's "racy" entries).
 RACY_NS = 2_000_000_000
 
-FileState = tuple[str, str, int, str]  # (stamp, context, recorded at (ns), state)
-
-
-def _stamp(candidate: Candidate) -> str:
-    return ":".join(map(str, candidate.stamp))
+FileState = tuple[str, str, int, str]  # (stamp, context, recorded at (ns), Read.state)
 
 
 def read_all_keyed(
@@ -293,10 +302,10 @@ def read_all_keyed(
 
     A file whose stamp (size, times, inode) is what `known` recorded, with the same rules
     and options, and which was not modified just before that recording, is not read: its
-    recorded key (or "no CUDA" / skip reason) is used, and its bytes are read later only
-    if it has to be scanned (REREAD). Other files are read and hashed. The first
-    `keep_bytes` of contents read are kept for the scan that may follow; later files'
-    bytes are dropped (REREAD), so memory stays bounded on a huge tree."""
+    recorded state is used, and its bytes are read later only if it has to be scanned
+    (REREAD). Other files are read and hashed. The first `keep_bytes` of contents read
+    are kept for the scan that may follow; later files' bytes are dropped (REREAD), so
+    memory stays bounded on a huge tree."""
     known = known or {}
     context = _key_context(extractor)
     now = time.time_ns()
@@ -304,65 +313,36 @@ def read_all_keyed(
     states: dict[str, FileState] = {}
     kept = 0
     for candidate in candidates:
-        stamp, where = _stamp(candidate), f"{context}:{candidate.language}"
+        stamp = ":".join(map(str, candidate.stamp))
+        where = f"{context}:{candidate.language}"
         entry = known.get(candidate.relpath)
         if (
             entry is not None
-            and entry[0] == stamp
-            and entry[1] == where
+            and entry[:2] == (stamp, where)
             and candidate.stamp[1] + RACY_NS < entry[2]
         ):
+            read = Read.of_state(candidate, entry[3])
             states[candidate.relpath] = entry
-            state = entry[3]
-            if state.startswith("key:"):
-                reads.append(Read(candidate, REREAD, state[4:]))
-            elif state.startswith("skip:"):
-                reads.append(Read(candidate, Skipped(candidate.relpath, state[5:]), ""))
-            else:
-                reads.append(Read(candidate, None, ""))
-            continue
-        read = next(read_files([candidate], extractor, keyed=True))
-        if isinstance(read.data, bytes):
-            state = f"key:{read.key}"
-            kept += len(read.data)
-            if kept > keep_bytes:
-                read.data = REREAD
-        elif isinstance(read.data, Skipped):
-            state = f"skip:{read.data.reason}"
         else:
-            state = "none"
-        states[candidate.relpath] = (stamp, where, now, state)
+            read = _read(candidate, context)
+            states[candidate.relpath] = (stamp, where, now, read.state)
+            if isinstance(read.data, bytes):
+                kept += len(read.data)
+                if kept > keep_bytes:
+                    read.data = REREAD
         reads.append(read)
     return reads, states
 
 
-def _key_context(extractor: Extractor) -> str:
-    """What a file's key depends on besides its path, language and bytes."""
-    parts = (
-        CACHE_VERSION,
-        extractor.rules.digest,
-        python_rules_digest(),
-        *sorted(extractor.ignore),
-    )
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
-
-
 def tree_key(reads: Sequence[Read], skipped: Sequence[Skipped], *parts: str) -> str:
-    """One key for a whole scan's inputs: every file's key (its bytes, path, language, the
-    rules and options), the files discovery skipped, and `parts` (targets, version)."""
+    """One key for a whole scan's inputs: every file's state (its key covers its bytes,
+    path, language, the rules and options), the files discovery skipped, and `parts`
+    (targets, version)."""
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part.encode() + b"\0")
     for read in reads:
-        data = read.data
-        if read.key:
-            state = read.key
-        elif data is None:
-            state = "no-cuda"
-        else:
-            assert isinstance(data, Skipped)
-            state = f"skipped:{data.reason}"
-        digest.update(f"{read.candidate.relpath}\0{state}\0".encode())
+        digest.update(f"{read.candidate.relpath}\0{read.state}\0".encode())
     for item in skipped:
         digest.update(f"{item.path}\0{item.reason}\0".encode())
     return digest.hexdigest()

@@ -33,3 +33,21 @@ def cache_dir() -> Path:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "portcheck"
+
+
+def write_bytes_atomically(path: Path, data: bytes) -> None:
+    """Write a cache file via a temporary file beside it, so a concurrent reader never sees
+    half of it; creates the folder. OSError goes to the caller (a read-only cache is
+    usually fine to ignore there)."""
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -11,9 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import marshal
-import os
 import sys
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -23,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from portcheck.model import TARGETS, ApiRule, Status, Verdicts
-from portcheck.resources import cache_dir, data_dir
+from portcheck.resources import cache_dir, data_dir, write_bytes_atomically
 
 SCHEMA = "portcheck.rules/1"
 # Bump when validation or the cached form changes, so old caches are not reused.
@@ -69,20 +67,8 @@ def load_yaml(text: str, *, cache: bool = True) -> Any:
     if path is not None:
         # A read-only cache folder, or data marshal cannot hold (YAML dates): not cached.
         with contextlib.suppress(OSError, ValueError):
-            _write_atomically(path, marshal.dumps(doc))
+            write_bytes_atomically(path, marshal.dumps(doc))
     return doc
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @dataclass(frozen=True)
@@ -374,7 +360,7 @@ def _write_cache(path: Path, ruleset: RuleSet) -> None:
         for name, rule in ruleset.rules.items()
     }
     with contextlib.suppress(OSError):  # a read-only home: the next run parses the YAML again
-        _write_atomically(path, marshal.dumps((rows, dict(ruleset.titles))))
+        write_bytes_atomically(path, marshal.dumps((rows, dict(ruleset.titles))))
 
 
 def load_rules(folder: Traversable | Path | None = None, use_cache: bool = True) -> RuleSet:

@@ -127,9 +127,9 @@ def _scan_tree(
 
     # Files are scanned in parallel processes (jobs, default: all cores) and remembered in
     # a content-hash cache. The whole report is remembered too, under a key of all the
-    # inputs, so a re-scan of an unchanged tree only reads and hashes the files.
+    # inputs, and so is each file's stamp: a re-scan of an unchanged tree opens no file.
     if not cache:
-        reads: Iterable[Read] = read_files(candidates, extractor, keyed=False)
+        reads: Iterable[Read] = read_files(candidates)
         scans = _scan(reads, candidates, extractor, jobs, None, progress, skipped)
         return _assemble(root, chosen, scans, skipped)
     scan_cache = ScanCache(default_cache_path())

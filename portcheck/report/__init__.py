@@ -32,11 +32,4 @@ def formatter(name: str) -> Formatter:
     return render
 
 
-def __getattr__(name: str) -> Formatter:
-    for fmt, (_module, function) in _FORMATTERS.items():
-        if function == name:
-            return formatter(fmt)
-    raise AttributeError(f"module 'portcheck.report' has no attribute {name!r}")
-
-
 __all__ = ["FORMATS", "Formatter", "formatter"]
