@@ -37,6 +37,8 @@ from portcheck.model import (
 from portcheck.parse import count_lines, decode_source, parse_cuda
 from portcheck.parse.text import LineIndex
 from portcheck.parse.treesitter import structure_query
+from portcheck.preproc import EMPTY_FACTS, PreprocFacts, preprocessor_facts
+from portcheck.project import Pending
 from portcheck.ruleset import RuleSet
 
 # `#define NAME`: read lexically too, because multi-line macros with aligned
@@ -128,6 +130,21 @@ DEVICE_QUALIFIERS = frozenset({"__global__", "__device__"})
 C_LIBRARY_NAMES = frozenset({"printf", "assert", "clock", "malloc", "free", "memcpy", "memset"})
 LAUNCH_NAME = "<<<>>>"
 ASM_NAME = "asm"
+# An asm template written for AMD GPUs (GCN/CDNA/RDNA ISA), not PTX: `s_waitcnt`,
+# `v_dot2_f32_f16`, `ds_read_b128`, `buffer_load_dword`, `global_load_dwordx4`.
+AMD_ISA = re.compile(
+    rb"\b(?:s|v|ds|buffer|global|flat|scratch|image|exp|tbuffer)_[a-z][a-z0-9_]*\b"
+)
+PTX = re.compile(
+    rb"\b[a-z][a-z0-9]*(?:\.[a-z0-9_]+)+\b|%%?(?:laneid|warpid|smid|clock64|clock|"
+    rb"globaltimer|tid|ntid|ctaid|nctaid|lanemask_\w+)\b|\.reg\b"
+)
+# A name in a declaration's specifiers that looks like a macro (`DINLINE`, `CUTLASS_DEVICE`,
+# `HOST_DEVICE`): the function is device code if the project defines it so.
+MACRO_LIKE = re.compile(r"[A-Z_][A-Z0-9_]*")
+DECLARATOR_TYPES = frozenset(
+    {"function_declarator", "pointer_declarator", "reference_declarator", "qualified_identifier"}
+)
 
 
 @dataclass(slots=True)
@@ -149,6 +166,11 @@ class FileScan:
     py_uses: list[PyUse] = field(default_factory=list)
     py_findings: list[PyFinding] = field(default_factory=list)
     extensions: list[Extension] = field(default_factory=list)
+    # Facts answered with the whole project (portcheck.project): conditional branches,
+    # macros and constants, and findings that wait on them.
+    preproc: PreprocFacts = EMPTY_FACTS
+    pending: list[Pending] = field(default_factory=list)
+    front_end: str = "tree-sitter"
 
 
 @lru_cache(maxsize=8192)
@@ -294,6 +316,7 @@ class Extractor:
             return result
         if not data.strip():
             return result
+        result.preproc = preprocessor_facts(data)
         tree = parse_cuda(data)
         root = tree.root_node
         index = LineIndex(data)
@@ -301,6 +324,7 @@ class Extractor:
         result.parse_errors = len(captures.get("error", ()))
 
         device_ranges = self._device_ranges(captures)
+        possible_device = self._possible_device_ranges(captures)
 
         def in_device(offset: int) -> bool:
             i = bisect.bisect_right(device_ranges, (offset, 1 << 62)) - 1
@@ -323,9 +347,29 @@ class Extractor:
                 )
             )
 
+        def may_be_device(offset: int) -> bool:
+            return in_device(offset) or any(s <= offset < e for s, e, _ in possible_device)
+
         aliases, using_namespaces = self._namespace_context(root, data)
-        self._scan_tokens(data, root, aliases, using_namespaces, add, result.definitions)
-        self._scan_structure(captures, data, add, in_device, index, path, result)
+        # Scoping: a name the file declares as a variable or parameter (`float j0, y1;`) is
+        # that variable wherever it is not called, not the CUDA function of that name.
+        variables: set[str] = set()
+        found: list[tuple[str, str, ApiRule | None, int, int]] = []
+        self._scan_tokens(
+            data,
+            root,
+            aliases,
+            using_namespaces,
+            lambda *use: found.append(use),
+            result.definitions,
+            variables,
+        )
+        for name, kind, rule, start, end in found:
+            if name in variables and kind != "function" and rule is not None:
+                if rule.kind == "function":
+                    continue
+            add(name, kind, rule, start, end)
+        self._scan_structure(captures, data, add, may_be_device, index, path, result)
         result.uses.sort(key=lambda u: (u.span.start_byte, u.name))
         result.functions = self._functions(captures, aliases)
         ctx = Context(
@@ -338,9 +382,39 @@ class Extractor:
             in_device,
             result.functions,
             device_ranges,
+            possible_device_ranges=possible_device,
         )
         result.findings = run_checks(ctx, self.ignore)
+        result.pending = ctx.pending
         return result
+
+    @staticmethod
+    def _possible_device_ranges(
+        captures: dict[str, list[Node]],
+    ) -> list[tuple[int, int, tuple[str, ...]]]:
+        """Functions without a visible device qualifier whose declaration carries
+        macro-like names: (start, end, those names)."""
+        found = []
+        for fn in captures.get("function", ()):
+            if any(child.type in DEVICE_QUALIFIERS for child in fn.children):
+                continue
+            names: list[str] = []
+            for child in fn.children:
+                if child.type in DECLARATOR_TYPES or child.type == "compound_statement":
+                    break
+                pieces = [child] if child.type in ("type_identifier", "identifier") else (
+                    [c for c in child.children if c.type in ("identifier", "type_identifier")]
+                    if child.type == "ERROR"
+                    else []
+                )
+                for piece in pieces:
+                    word = (piece.text or b"").decode()
+                    if MACRO_LIKE.fullmatch(word):
+                        names.append(word)
+            if names:
+                found.append((fn.start_byte, fn.end_byte, tuple(names)))
+        found.sort()
+        return found
 
     def _functions(
         self, captures: dict[str, list[Node]], aliases: dict[bytes, str]
@@ -458,7 +532,9 @@ class Extractor:
                 ):
                     stack.append(child)
 
-    def _scan_tokens(self, data, root, aliases, using_namespaces, add, definitions) -> None:
+    def _scan_tokens(
+        self, data, root, aliases, using_namespaces, add, definitions, variables
+    ) -> None:
         masked_cache: dict[int, list[tuple[int, int]]] = {}
         macro_names = (
             {m.start(1): m.group(1).decode() for m in MACRO_DEFINITION.finditer(data)}
@@ -507,7 +583,9 @@ class Extractor:
                 continue
             if kind not in NAME_NODES:
                 continue
-            self._classify_name_node(node, token, aliases, using_namespaces, add, definitions)
+            self._classify_name_node(
+                node, token, aliases, using_namespaces, add, definitions, variables
+            )
 
     @staticmethod
     def _token_in_macro_body(
@@ -530,13 +608,17 @@ class Extractor:
                 return False  # `std::printf`, `mylib::cudaFree` (CUDA scopes start their own token)
         return not any(a <= offset < b for a, b in ranges)
 
-    def _classify_name_node(self, node, token, aliases, using_namespaces, add, definitions) -> None:
+    def _classify_name_node(
+        self, node, token, aliases, using_namespaces, add, definitions, variables
+    ) -> None:
         name = token.decode()
         parent = node.parent
         ptype = parent.type if parent is not None else ""
 
         if parent is not None and self._is_definition(node, parent, ptype):
             definitions.add(name)
+            if ptype in DECLARATOR_PARENTS and ptype != "function_declarator":
+                variables.add(name)
             return
 
         if ptype in ("qualified_identifier", "nested_namespace_specifier"):
@@ -636,7 +718,8 @@ class Extractor:
             add(LAUNCH_NAME, "function", launch_rule, node.start_byte, node.end_byte)
         asm_rule = self.rules.lookup(ASM_NAME)
         for node in captures.get("asm", ()):
-            if in_device(node.start_byte):  # host asm is CPU assembly, not PTX
+            # Host asm is CPU assembly, and asm written in AMD's ISA is already ported.
+            if in_device(node.start_byte) and self._is_ptx(node.text or b""):
                 add(ASM_NAME, "function", asm_rule, node.start_byte, node.start_byte + 3)
         for fn in captures.get("function", ()):
             if any(child.type == "__global__" for child in fn.children):
@@ -652,6 +735,14 @@ class Extractor:
                             index.span(name_node.start_byte, name_node.end_byte),
                         )
                     )
+
+    @staticmethod
+    def _is_ptx(asm: bytes) -> bool:
+        """Is this asm statement's template PTX (not AMD GPU assembly)?"""
+        templates = b" ".join(re.findall(rb'"((?:\\.|[^"\\])*)"', asm))
+        if not templates.strip():
+            return True  # built from macros: cannot tell, keep it
+        return not AMD_ISA.search(templates) or PTX.search(AMD_ISA.sub(b" ", templates)) is not None
 
     def _header_rule(self, header: str) -> ApiRule | None:
         rule = self.rules.lookup(header)

@@ -375,6 +375,8 @@ class Finding(_FastPickle):
     kernels: tuple[str, ...] = ()  # kernels that reach this code (call graph)
     # Stable across edits elsewhere in the file: hazard, file and the line's own text.
     fingerprint: str = ""
+    # In NVIDIA-only code whose conditional already has an AMD path: no score, no effort.
+    amd_alternative: bool = False
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -382,6 +384,25 @@ class Finding(_FastPickle):
             "function": self.function,
             "kernels": list(self.kernels),
             "fingerprint": self.fingerprint,
+            "amd_alternative": self.amd_alternative,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class AmdPath(_FastPickle):
+    """A preprocessor branch that only a build for AMD GPUs takes (the project's own port)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    guard: str  # the directive that opens it, e.g. `#ifdef USE_ROCM`
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "guard": self.guard,
         }
 
 
@@ -422,6 +443,7 @@ class FileSummary:
     findings: int
     parse_errors: int
     scores: Mapping[str, int]
+    front_end: str = "tree-sitter"  # which front end decided this file's findings
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -432,6 +454,7 @@ class FileSummary:
             "uses": self.uses,
             "findings": self.findings,
             "parse_errors": self.parse_errors,
+            "front_end": self.front_end,
             "scores": dict(self.scores),
         }
 
@@ -484,6 +507,7 @@ class Report:
     seconds: float = 0.0
     extra: Mapping[str, object] = field(default_factory=dict)
     python: PythonSection | None = None  # when the tree has Python code or manifests
+    amd_paths: tuple[AmdPath, ...] = ()  # branches only an AMD build takes
 
     @property
     def lines(self) -> int:

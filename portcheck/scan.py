@@ -44,6 +44,7 @@ from portcheck.model import (
     Target,
     Use,
 )
+from portcheck.project import ProjectFacts, answered
 from portcheck.ruleset import RuleSet, default_rules
 from portcheck.score import effort, scores
 
@@ -157,7 +158,7 @@ def _scan_tree(
     return replace(report, root=str(root))
 
 
-MEMO_VERSION = "report-6"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-7"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -244,6 +245,7 @@ def _assemble(
             return PurePosixPath(use.name).name not in own_headers
         return use.name not in own_names
 
+    facts = ProjectFacts((s.path, s.preproc) for s in scans if s.language.is_source)
     reach = kernels_reaching(build_call_graph((s.path, fn) for s in scans for fn in s.functions))
     names: dict[frozenset[Node], tuple[str, ...]] = {}  # the kernels' names, as findings show them
     needs: dict[Node, list[str]] = {}  # kernel -> slugs of the findings it reaches
@@ -262,24 +264,48 @@ def _assemble(
     files: list[FileSummary] = []
     uses: list[Use] = []
     findings: list[Finding] = []
+    scored_uses: list[Use] = []  # not those in NVIDIA-only code that has an AMD path
     for file_scan in scans:
-        kept = [u for u in file_scan.uses if is_cuda(u)]
-        file_findings = [attributed(f) if f.function else f for f in file_scan.findings]
+        path = file_scan.path
+        kept: list[Use] = []
+        file_scored: list[Use] = []
+        for use in file_scan.uses:
+            if not is_cuda(use):
+                continue
+            place = facts.placement(path, use.span.start_byte)
+            if place == "amd":
+                continue  # the project's own AMD code
+            kept.append(use)
+            if place is None:
+                file_scored.append(use)
+        file_findings = []
+        for finding in [*file_scan.findings, *answered(facts, file_scan.pending)]:
+            place = facts.placement(path, finding.span.start_byte)
+            if place == "amd":
+                continue
+            if place == "nvidia":
+                finding = replace(finding, amd_alternative=True)
+            file_findings.append(attributed(finding) if finding.function else finding)
+        file_findings.sort(key=lambda f: (f.span.start_byte, f.id))
         uses.extend(kept)
+        scored_uses.extend(file_scored)
         findings.extend(file_findings)
+        counted = [f for f in file_findings if not f.amd_alternative]
         files.append(
             FileSummary(
-                path=file_scan.path,
+                path=path,
                 language=file_scan.language,
                 lines=file_scan.lines,
                 encoding=file_scan.encoding,
                 uses=len(kept),
                 findings=len(file_findings),
                 parse_errors=file_scan.parse_errors,
-                scores=scores(kept, file_findings, targets),
+                scores=scores(file_scored, counted, targets),
+                front_end=file_scan.front_end,
             )
         )
     kernels = _kernels_with_needs([k for s in scans for k in s.kernels], needs)
+    counted_findings = [f for f in findings if not f.amd_alternative]
     return Report(
         python=_python_section(root, scans),
         root=str(root),
@@ -290,8 +316,9 @@ def _assemble(
         findings=tuple(findings),
         skipped=tuple(sorted(skipped, key=lambda s: s.path)),
         kernels=kernels,
-        scores=scores(uses, findings, targets),
-        effort=effort(uses, findings, targets),
+        scores=scores(scored_uses, counted_findings, targets),
+        effort=effort(scored_uses, counted_findings, targets),
+        amd_paths=tuple(facts.amd_paths()),
     )
 
 

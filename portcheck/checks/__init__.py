@@ -28,6 +28,7 @@ from portcheck.model import (
     Use,
     Verdicts,
 )
+from portcheck.project import Pending
 from portcheck.resources import data_dir
 from portcheck.ruleset import YamlSyntaxError, load_yaml
 
@@ -50,12 +51,6 @@ SPEC_KEYS = frozenset(
     }
 )
 SUPPRESSION = re.compile(rb"portcheck:\s*ignore(?:\[([^\]]*)\])?")
-# `#define WARP_SIZE 32`, `#define FULL_MASK 0xffffffffu`: integer-valued object-like macros.
-INTEGER_MACRO = re.compile(
-    rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+\(?[ \t]*(0[xX][0-9a-fA-F]+|\d+)[uUlL]*"
-    rb"[ \t]*\)?[ \t]*(?://.*)?$",
-    re.MULTILINE,
-)
 
 
 class CatalogueError(ValueError):
@@ -164,6 +159,13 @@ def line_fingerprint(slug: str, path: str, data: bytes, offset: int) -> str:
     return digest.hexdigest()[:20]
 
 
+# Checks that look at device code: in a function whose device qualifier hides behind a
+# project macro (`DINLINE float f()`), their findings wait for the project's macro table.
+DEVICE_CODE_CHECKS = frozenset(
+    {"warp-size-assumption", "lane-mask-width", "launch-bounds", "inline-ptx", "dynamic-parallelism"}
+)
+ASSIGNMENT = r"\b{name}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)"
+
 METHOD_MARK = "."  # in FunctionInfo.calls: ".sync" is a call of a method named sync
 
 
@@ -197,7 +199,11 @@ class Context:
     _device_nodes: dict[str, list[Any]] | None = None
     _current: HazardSpec | None = None
     _seen: set[tuple[str, int]] = field(default_factory=set)
-    _macros: dict[str, int] | None = None
+    # Functions that are device code if a project macro in their declaration hides
+    # `__device__`: (start, end, macro names), sorted.
+    possible_device_ranges: list[tuple[int, int, tuple[str, ...]]] = field(default_factory=list)
+    pending: list[Pending] = field(default_factory=list)
+    _locals: dict[int, dict[str, str]] = field(default_factory=dict)
 
     def report(
         self,
@@ -208,17 +214,26 @@ class Context:
         targets: Verdicts | None = None,
         once_per_line: bool = True,
         slug: str | None = None,
+        when: tuple[str, tuple[int, ...], bool] | None = None,
     ) -> None:
-        """Report the current check's hazard (or the catalogue's `slug`) at start..end."""
+        """Report the current check's hazard (or the catalogue's `slug`) at start..end.
+
+        `when=(expr, values, negate)`: only if the constant expression `expr`, evaluated
+        with the whole project's constants, is (or, negated, is not) one of `values`."""
         spec = catalogue()[slug] if slug is not None else self._current
         assert spec is not None, "report() called outside a registered check"
         span = self.span(start, end)
+        macros: tuple[str, ...] = ()
+        if spec.slug in DEVICE_CODE_CHECKS and not self.in_device(start):
+            macros = self.device_macros_at(start)
+        conditional = bool(macros) or when is not None
         if once_per_line:
             key = (spec.slug, span.line)
             if key in self._seen:
                 return
-            self._seen.add(key)
-        self.findings.append(
+            if not conditional:
+                self._seen.add(key)
+        finding = (
             Finding(
                 id=spec.id,
                 slug=spec.slug,
@@ -233,17 +248,97 @@ class Context:
                 fingerprint=line_fingerprint(spec.slug, self.path, self.data, start),
             )
         )
+        if not conditional:
+            self.findings.append(finding)
+            return
+        expr, values, negate = when if when is not None else ("", (), False)
+        self.pending.append(Pending(finding, expr, values, negate, macros))
 
-    @property
-    def macro_constants(self) -> dict[str, int]:
-        """Integer-valued object-like macros defined in this file."""
-        if self._macros is None:
-            self._macros = (
-                {m.group(1).decode(): int(m.group(2), 0) for m in INTEGER_MACRO.finditer(self.data)}
-                if b"define" in self.data
-                else {}
-            )
-        return self._macros
+    def device_macros_at(self, offset: int) -> tuple[str, ...]:
+        """The macros that would make `offset` device code (empty: it is host code)."""
+        for start, end, macros in self.possible_device_ranges:
+            if start <= offset < end:
+                return macros
+        return ()
+
+    def in_code_that_may_be_device(self, offset: int) -> bool:
+        return self.in_device(offset) or bool(self.device_macros_at(offset))
+
+    def value(self, node: Any) -> int | str | None:
+        """An integer operand: its value when this file decides it (a literal, or a local
+        initialised once from one: `unsigned m = 0xffffffffu;`), the expression to evaluate
+        with the project's constants when it names any (`WARP_SIZE`, `(kWarp - 1)`), None
+        when it is not a constant expression."""
+        from portcheck.checks.syntax import integer_value, text
+        from portcheck.preproc import evaluate, names_in
+
+        if node is None:
+            return None
+        literal = integer_value(node)
+        if literal is not None:
+            return literal
+        if node.type not in ("identifier", "parenthesized_expression", "binary_expression"):
+            return None
+        expr = self._with_locals(text(node), node.start_byte)
+        if expr is None:
+            return None
+        known = evaluate(expr, lambda name: None, in_if=False)
+        if known is not None:
+            return known
+        return expr if names_in(expr) else None
+
+    def _with_locals(self, expr: str, offset: int, depth: int = 0) -> str | None:
+        """`expr` with each local constant of the enclosing function replaced by its
+        initialiser; None when it reads a local that changes (a loop variable)."""
+        if depth > 4 or len(expr) > 200:
+            return None
+        fn = next((f for f in self.functions if f.start <= offset < f.end), None)
+        if fn is None:
+            return expr
+        local = self._local_constants(fn)
+        out = []
+        for piece in re.split(r"(\b[A-Za-z_]\w*\b)", expr):
+            if piece in local:
+                init = local[piece]
+                if not init:
+                    return None  # assigned more than once, or not from a constant
+                inner = self._with_locals(init, offset, depth + 1)
+                if inner is None:
+                    return None
+                out.append(f"({inner})")
+            else:
+                out.append(piece)
+        return "".join(out)
+
+    def _local_constants(self, fn: FunctionInfo) -> dict[str, str]:
+        """name -> initialiser for locals and parameters of `fn` ('' when not a constant)."""
+        cached = self._locals.get(fn.start)
+        if cached is not None:
+            return cached
+        from portcheck.checks.syntax import descendants, text
+
+        found: dict[str, str] = {}
+        body = self.data[fn.start : fn.end]
+        node = self.root.descendant_for_byte_range(fn.start, fn.end) if self.root else None
+        while node is not None and node.start_byte > fn.start:
+            node = node.parent
+        if node is not None:
+            for declarator in descendants(node, "init_declarator"):
+                name_node = declarator.child_by_field_name("declarator")
+                value = declarator.child_by_field_name("value")
+                if name_node is None or name_node.type != "identifier" or value is None:
+                    continue
+                name = text(name_node)
+                assigned = len(re.findall(ASSIGNMENT.format(name=re.escape(name)).encode(), body))
+                constant = value.type in ("number_literal", "identifier", "parenthesized_expression",
+                                          "binary_expression", "unary_expression")
+                found[name] = text(value) if constant and assigned <= 1 and name not in found else ""
+            for parameter in descendants(node, "parameter_declaration"):
+                name_node = parameter.child_by_field_name("declarator")
+                if name_node is not None and name_node.type == "identifier":
+                    found[text(name_node)] = ""
+        self._locals[fn.start] = found
+        return found
 
     def device_nodes(self, name: str) -> list[Any]:
         """Syntax nodes of one kind (see DEVICE_PATTERNS) inside device code. One query runs
@@ -251,7 +346,10 @@ class Context:
         if self._device_nodes is None:
             from portcheck.checks.syntax import device_captures
 
-            self._device_nodes = device_captures(self.root, self.device_ranges)
+            ranges = self.device_ranges
+            if self.possible_device_ranges:
+                ranges = _merged([*ranges, *((s, e) for s, e, _ in self.possible_device_ranges)])
+            self._device_nodes = device_captures(self.root, ranges)
         return self._device_nodes.get(name, [])
 
     def function_at(self, offset: int) -> str:
@@ -269,6 +367,16 @@ class Context:
             return [u for u in self.uses if names(u)]
         wanted = set(names)
         return [u for u in self.uses if u.name in wanted]
+
+
+def _merged(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 Check = Callable[[Context], None]
@@ -337,6 +445,7 @@ def run_checks(ctx: Context, ignore: frozenset[str] = frozenset()) -> list[Findi
         check(ctx)
     ctx._current = None
     suppressions = suppressions_in(ctx.data)
+    ctx.pending = [p for p in ctx.pending if not suppressed(p.finding, suppressions)]
     kept = [f for f in ctx.findings if not suppressed(f, suppressions)]
     kept.sort(key=lambda f: (f.span.start_byte, f.id))
     return kept

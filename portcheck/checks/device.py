@@ -44,13 +44,19 @@ def launch_bounds(ctx: Context) -> None:
         return
     for node in ctx.device_nodes("bounds"):
         arguments = [c for c in node.named_children]
-        if len(arguments) >= 2:
-            ctx.report(
-                node.start_byte,
-                node.end_byte,
-                f"`{text(node)}`: on AMD the second argument means minimum waves per "
-                "execution unit, not blocks per multiprocessor",
-            )
+        if len(arguments) < 2:
+            continue
+        # A minimum of one block per multiprocessor asks nothing of the compiler on
+        # either vendor: only other values change meaning.
+        message = (
+            f"`{text(node)}`: on AMD the second argument means minimum waves per "
+            "execution unit, not blocks per multiprocessor"
+        )
+        value = ctx.value(arguments[1])
+        if isinstance(value, str):
+            ctx.report(node.start_byte, node.end_byte, message, when=(value, (1,), True))
+        elif value != 1:
+            ctx.report(node.start_byte, node.end_byte, message)
 
 
 @hazard("dynamic-parallelism")

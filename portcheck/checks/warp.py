@@ -9,7 +9,6 @@ from portcheck.checks.syntax import (
     call_arguments,
     call_name,
     descendants,
-    integer_value,
     text,
 )
 
@@ -48,12 +47,18 @@ FULL_MASK_32 = re.compile(r"^(?:0x[fF]{8}[uU]?|~0[uU]?|4294967295[uU]?)$")
 ALL_ONES_32 = 0xFFFFFFFF
 
 
-def _value(ctx: Context, node) -> int | None:
-    """An integer literal, or a macro defined in this file as one (`WARP_SIZE`)."""
-    value = integer_value(node)
-    if value is None and node is not None and node.type == "identifier":
-        value = ctx.macro_constants.get(text(node))
-    return value
+def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int, **kw) -> None:
+    """Report when `node`'s value is one of `wanted`: now if this file decides it, else
+    once the project's constants are known (`WARP_SIZE` defined in another header)."""
+    value = ctx.value(node)
+    if isinstance(value, int):
+        if value in wanted:
+            ctx.report(start, end, **kw)
+    elif isinstance(value, str):
+        ctx.report(start, end, when=(value, wanted, False), **kw)
+
+
+OPERAND_TYPES = ("number_literal", "identifier", "parenthesized_expression")
 
 
 @hazard("warp-size-assumption")
@@ -62,43 +67,51 @@ def warp_size_assumption(ctx: Context) -> None:
         return
     for node in ctx.device_nodes("binary"):
         right = node.child_by_field_name("right")
-        if right is None or right.type not in ("number_literal", "identifier"):
+        if right is None or right.type not in OPERAND_TYPES:
             continue  # most device arithmetic: nothing to look up
         operator = node.child_by_field_name("operator")
-        left = node.child_by_field_name("left")
-        value = _value(ctx, right)
-        if operator is None or value is None or (text(operator), value) not in WARP_ARITHMETIC:
+        wanted = tuple(v for op, v in WARP_ARITHMETIC if operator is not None and op == text(operator))
+        if not wanted or not THREAD_INDEX.search(text(node.child_by_field_name("left"))):
             continue
-        if THREAD_INDEX.search(text(left)):
-            ctx.report(
-                node.start_byte,
-                node.end_byte,
-                f"`{text(node)}` splits threads into 32-wide warps; CDNA wavefronts are 64 wide",
-                fix="Use `warpSize` (e.g. `threadIdx.x % warpSize`, `threadIdx.x / warpSize`).",
-            )
+        _report_if(
+            ctx,
+            right,
+            wanted,
+            node.start_byte,
+            node.end_byte,
+            message=f"`{text(node)}` splits threads into 32-wide warps; CDNA wavefronts are 64 wide",
+            fix="Use `warpSize` (e.g. `threadIdx.x % warpSize`, `threadIdx.x / warpSize`).",
+        )
     for decl in ctx.device_nodes("declaration"):
         if b"__shared__" not in (decl.text or b""):
             continue
         for array in descendants(decl, "array_declarator"):
-            if _value(ctx, array.child_by_field_name("size")) == 32:
-                ctx.report(
-                    array.start_byte,
-                    array.end_byte,
-                    f"shared array `{text(array)}` has one slot per lane or warp of a 32-wide warp",
-                    fix="Size it from the wave size (64 on CDNA), e.g. `[1024 / warpSize]` via a "
-                    "constexpr, or `[64]`.",
-                )
+            _report_if(
+                ctx,
+                array.child_by_field_name("size"),
+                (32,),
+                array.start_byte,
+                array.end_byte,
+                message=f"shared array `{text(array)}` has one slot per lane or warp of a "
+                "32-wide warp",
+                fix="Size it from the wave size (64 on CDNA), e.g. `[1024 / warpSize]` via a "
+                "constexpr, or `[64]`.",
+            )
     for loop in ctx.device_nodes("for"):
         init = loop.child_by_field_name("initializer")
-        starts_at_16 = init is not None and any(
-            integer_value(n) == 16 for n in descendants(init, "number_literal")
-        )
         body = loop.child_by_field_name("body")
-        if starts_at_16 and body is not None and b"__shfl" in (body.text or b""):
-            ctx.report(
+        if init is None or body is None or b"__shfl" not in (body.text or b""):
+            continue
+        starts = [d.child_by_field_name("value") for d in descendants(init, "init_declarator")]
+        starts += [a.child_by_field_name("right") for a in descendants(init, "assignment_expression")]
+        for start in starts:
+            _report_if(
+                ctx,
+                start,
+                (16,),
                 loop.start_byte,
-                init.end_byte if init is not None else loop.end_byte,
-                "shuffle reduction starts at offset 16, covering only 32 lanes",
+                init.end_byte,
+                message="shuffle reduction starts at offset 16, covering only 32 lanes",
                 fix="Start at `warpSize / 2` so all 64 lanes of a CDNA wavefront are reduced.",
             )
 
@@ -114,13 +127,14 @@ def lane_mask_width(ctx: Context) -> None:
         args = call_arguments(call)
         if not args:
             continue
-        literal = FULL_MASK_32.match(text(args[0]).replace(" ", ""))
-        if literal or (args[0].type == "identifier" and _value(ctx, args[0]) == ALL_ONES_32):
-            ctx.report(
-                args[0].start_byte,
-                args[0].end_byte,
-                f"`{text(args[0])}` passed to {name} is a 32-lane mask; wave64 needs 64 bits",
-                fix="Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`).",
+        message = f"`{text(args[0])}` passed to {name} is a 32-lane mask; wave64 needs 64 bits"
+        fix = "Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`)."
+        if FULL_MASK_32.match(text(args[0]).replace(" ", "")):
+            ctx.report(args[0].start_byte, args[0].end_byte, message, fix=fix)
+        else:
+            _report_if(
+                ctx, args[0], (ALL_ONES_32,), args[0].start_byte, args[0].end_byte,
+                message=message, fix=fix,
             )
     for declarator in ctx.device_nodes("init"):
         value = declarator.child_by_field_name("value")

@@ -26,6 +26,8 @@ def _head(report: Report) -> dict[str, object]:
         "unknown_names": report.unknown_names,
         "findings": len(report.findings),
         "kernels": len(report.kernels),
+        "amd_paths": len(report.amd_paths),
+        "amd_alternative_findings": sum(1 for f in report.findings if f.amd_alternative),
         "scores": dict(report.scores),
         "effort": {t: dict(e) for t, e in report.effort.items()},
         "seconds": round(report.seconds, 3),
@@ -58,6 +60,7 @@ def _lists(report: Report) -> dict[str, Iterable[object]]:
         "findings": (finding(f) for f in report.findings),
         "kernels": (k.to_dict() for k in report.kernels),
         "skipped": (s.to_dict() for s in report.skipped),
+        "amd_paths": (p.to_dict() for p in report.amd_paths),
     }
     if report.compile_results:
         lists["compile"] = (r.to_dict() for r in report.compile_results)  # type: ignore[attr-defined]

@@ -1,0 +1,455 @@
+"""Preprocessor facts of one file, and what they mean for an AMD build.
+
+Owns: the conditional branches of a file (`#if/#ifdef/#elif/#else/#endif`), its
+object-like macro definitions and integer constants (`#define WARP_SIZE 32`,
+`constexpr int kWarpSize = 32;`), read lexically with comments and string literals
+masked, so the result does not depend on the grammar surviving macro-heavy code; and a
+small evaluator of `#if` conditions and constant expressions under two configurations:
+a build for AMD (hipcc: `__HIP_PLATFORM_AMD__`, `USE_ROCM`, … defined) and a build for
+NVIDIA (nvcc). A branch taken only in the AMD build is an *AMD path*; a branch never
+taken in the AMD build, in a conditional that tests an AMD guard, is NVIDIA-only code
+that already *has an AMD alternative*.
+
+Everything here is plain data (tuples of str/int), so a file's facts are cached with its
+scan; the project-level questions (a macro defined from a guard in another header, a
+constant defined in another file) are answered in portcheck.project.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import NamedTuple
+
+# Macros that are defined only when building for AMD GPUs (HIP-Clang/hipcc, ROCm builds of
+# the big frameworks). Sources: HIP programming guide, "HIP porting guide: identifying HIP
+# target platform" (__HIP_PLATFORM_AMD__, __HIP_PLATFORM_HCC__, __HIPCC__, __HIP__,
+# __HIP_DEVICE_COMPILE__); projects' own build options (PyTorch USE_ROCM, ggml GGML_USE_HIP,
+# TensorFlow TENSORFLOW_USE_ROCM, AMReX AMREX_USE_HIP, Kokkos KOKKOS_ENABLE_HIP, …).
+AMD_GUARDS = frozenset(
+    {
+        "__HIP_PLATFORM_AMD__",
+        "__HIP_PLATFORM_HCC__",
+        "__HIPCC__",
+        "__HIP__",
+        "__HIP_DEVICE_COMPILE__",
+        "__HIPCC_RTC__",
+        "__AMDGCN__",
+        "__AMDGPU__",
+        "__HIP_ROCclr__",
+        "USE_ROCM",
+        "USE_HIP",
+        "WITH_HIP",
+        "WITH_ROCM",
+        "PYTORCH_ROCM",
+        "GGML_USE_HIP",
+        "GGML_USE_HIPBLAS",
+        "GGML_HIP",
+        "TENSORFLOW_USE_ROCM",
+        "AMREX_USE_HIP",
+        "KOKKOS_ENABLE_HIP",
+        "RAJA_ENABLE_HIP",
+        "CUPY_USE_HIP",
+        "ENABLE_HIP",
+        "HIP_PLATFORM_AMD",
+        "__HIP_PLATFORM_AMD",
+        "ROCM_PLATFORM",
+    }
+)
+AMD_GUARD_PATTERN = re.compile(r"__gfx\d+[a-z0-9]*__|__GFX\d+__")  # __gfx90a__, __gfx942__
+# Defined only by nvcc / for NVIDIA device passes: undefined in a hipcc build.
+NVIDIA_ONLY = frozenset(
+    {"__CUDA_ARCH__", "__NVCC__", "__HIP_PLATFORM_NVIDIA__", "__HIP_PLATFORM_NVCC__", "__NVCOMPILER"}
+)
+
+MASKED = re.compile(
+    rb"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:\\.|[^\"\\\n])*(?:\"|$)|'(?:\\.|[^'\\\n])*(?:'|$)",
+    re.DOTALL | re.MULTILINE,
+)
+DIRECTIVE = re.compile(
+    rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif|define)\b"
+    rb"((?:[^\n\\]|\\[^\n]|\\\n)*)",
+    re.MULTILINE,
+)
+OBJECT_MACRO = re.compile(r"^\s*([A-Za-z_]\w*)(?:\s+(.*))?$", re.DOTALL)
+# `constexpr int kWarpSize = 32;`, `static const unsigned FULL_MASK = 0xffffffffu;`,
+# `constexpr static int WARP{32};`.
+CONSTANT_DECL = re.compile(
+    rb"\b(?:static\s+|inline\s+)*(?:constexpr|const)\s+(?:static\s+)?"
+    rb"(?:(?:unsigned|signed|long|short|int|char|auto|size_t|u?int(?:8|16|32|64)_t|uint)\s+)+"
+    rb"([A-Za-z_]\w*)\s*(?:=\s*|\{\s*)([^;{}\n]{1,200}?)\s*\}?\s*;"
+)
+ENUM_CONSTANT = re.compile(rb"\benum\b[^{;]*\{([^{}]{1,2000})\}")
+
+
+class Branch(NamedTuple):
+    """One branch of a conditional: its lines and bytes (from the directive that opens it
+    to the one that closes it), the group it belongs to, and its condition written as the
+    tests before it (which must be false) and its own test (None for `#else`)."""
+
+    group: int
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+    prior: tuple[str, ...]
+    test: str | None
+    directive: str  # the line that opens it, whitespace-normalised (for reports)
+
+
+class MacroDef(NamedTuple):
+    name: str
+    body: str
+    offset: int
+    function_like: bool
+
+
+class ConstantDef(NamedTuple):
+    name: str
+    expr: str
+    offset: int
+
+
+class PreprocFacts(NamedTuple):
+    branches: tuple[Branch, ...]
+    macros: tuple[MacroDef, ...]
+    constants: tuple[ConstantDef, ...]
+
+
+EMPTY_FACTS = PreprocFacts((), (), ())
+
+
+def mask_comments_and_strings(data: bytes) -> bytes:
+    """The text with comments and string/char literals blanked (newlines kept), so
+    offsets and line numbers stay those of the file."""
+    if b"/" not in data and b'"' not in data and b"'" not in data:
+        return data
+
+    def blank(match: re.Match[bytes]) -> bytes:
+        text = match.group()
+        return re.sub(rb"[^\n]", b" ", text)
+
+    return MASKED.sub(blank, data)
+
+
+def _directive_test(kind: str, rest: str) -> str | None:
+    rest = " ".join(rest.replace("\\\n", " ").split())
+    if kind in ("ifdef", "elifdef"):
+        return f"defined({rest.split()[0]})" if rest else "0"
+    if kind in ("ifndef", "elifndef"):
+        return f"!defined({rest.split()[0]})" if rest else "1"
+    return rest or "0"
+
+
+def preprocessor_facts(data: bytes) -> PreprocFacts:
+    """The conditional branches, object-like macros and integer constants of a file."""
+    if b"#" not in data and b"const" not in data and b"enum" not in data:
+        return EMPTY_FACTS
+    masked = mask_comments_and_strings(data)
+    branches: list[Branch] = []
+    macros: list[MacroDef] = []
+    # An open group: (group id, tests so far, open branch's start line/byte/test/directive)
+    stack: list[tuple[int, list[str], int, int, str | None, str]] = []
+    groups = 0
+    line = 1
+    position = 0
+
+    def close(entry: tuple[int, list[str], int, int, str | None, str], end_line: int, end: int):
+        group, tests, start_line, start_byte, test, directive = entry
+        prior = tuple(tests[:-1]) if test is not None else tuple(tests)
+        branches.append(Branch(group, start_line, end_line, start_byte, end, prior, test, directive))
+
+    if b"#" in masked:
+        for match in DIRECTIVE.finditer(masked):
+            line += masked.count(b"\n", position, match.start())
+            position = match.start()
+            kind = match.group(1).decode()
+            rest = match.group(2).decode("utf-8", "replace")
+            directive = " ".join(f"#{kind} {rest.replace(chr(92) + chr(10), ' ')}".split())
+            if kind in ("if", "ifdef", "ifndef"):
+                test = _directive_test(kind, rest)
+                stack.append((groups, [test], line, match.start(), test, directive))
+                groups += 1
+            elif kind in ("elif", "elifdef", "elifndef", "else") and stack:
+                entry = stack.pop()
+                close(entry, line, match.start())
+                tests = entry[1]
+                test = None if kind == "else" else _directive_test(kind, rest)
+                if test is not None:
+                    tests.append(test)
+                stack.append((entry[0], tests, line, match.start(), test, directive))
+            elif kind == "endif" and stack:
+                close(stack.pop(), line, match.end())
+            elif kind == "define":
+                defined = OBJECT_MACRO.match(rest)
+                if defined is not None:
+                    name = defined.group(1)
+                    after = rest[len(rest) - len(rest.lstrip()) + len(name) :]
+                    body = " ".join((defined.group(2) or "").replace("\\\n", " ").split())
+                    macros.append(MacroDef(name, body, match.start(), after.startswith("(")))
+        end_line = line + masked.count(b"\n", position)
+        while stack:  # unterminated: the branch runs to the end of the file
+            close(stack.pop(), end_line, len(data))
+    constants = [
+        ConstantDef(m.group(1).decode(), m.group(2).decode("utf-8", "replace").strip(), m.start(1))
+        for m in CONSTANT_DECL.finditer(masked)
+    ] if b"const" in masked else []
+    if b"enum" in masked:
+        constants.extend(_enum_constants(masked))
+    branches.sort(key=lambda b: b.start_byte)
+    return PreprocFacts(tuple(branches), tuple(macros), tuple(constants))
+
+
+def _enum_constants(masked: bytes) -> Iterable[ConstantDef]:
+    for match in ENUM_CONSTANT.finditer(masked):
+        body_start = match.start(1)
+        for item in re.finditer(rb"([A-Za-z_]\w*)\s*=\s*([^,]+)", match.group(1)):
+            yield ConstantDef(
+                item.group(1).decode(),
+                item.group(2).decode("utf-8", "replace").strip(),
+                body_start + item.start(1),
+            )
+
+
+# -- evaluation ---------------------------------------------------------------------------
+
+TOKEN = re.compile(
+    r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|\d+)[uUlL]*|(?P<name>[A-Za-z_]\w*)"
+    r"|(?P<op>&&|\|\||==|!=|<=|>=|<<|>>|[!<>()+\-*/%&|^~?:,]))"
+)
+UNKNOWN = None
+Value = int | None  # None: not known in this configuration
+
+# name -> value; a name absent from the mapping is unknown; UNDEFINED marks a name known
+# not to be defined (its `defined()` is 0 and, in `#if`, its value 0).
+UNDEFINED = object()
+Environment = Callable[[str], object]
+
+
+def tokens(expr: str) -> list[tuple[str, str]] | None:
+    """(kind, text) tokens of an expression; None when it has something we do not read."""
+    found: list[tuple[str, str]] = []
+    position = 0
+    expr = expr.strip()
+    while position < len(expr):
+        match = TOKEN.match(expr, position)
+        if match is None or match.end() == position:
+            return None
+        kind = match.lastgroup or "op"
+        found.append((kind, match.group(kind)))
+        position = match.end()
+    return found
+
+
+class _Parser:
+    """Precedence-climbing evaluation with three-valued results (None = unknown)."""
+
+    BINARY = {
+        "||": 1,
+        "&&": 2,
+        "|": 3,
+        "^": 4,
+        "&": 5,
+        "==": 6,
+        "!=": 6,
+        "<": 7,
+        ">": 7,
+        "<=": 7,
+        ">=": 7,
+        "<<": 8,
+        ">>": 8,
+        "+": 9,
+        "-": 9,
+        "*": 10,
+        "/": 10,
+        "%": 10,
+    }
+
+    def __init__(self, items: list[tuple[str, str]], env: Environment, in_if: bool) -> None:
+        self.items = items
+        self.position = 0
+        self.env = env
+        self.in_if = in_if  # `#if`: an undefined name is 0; elsewhere it is unknown
+        self.depth = 0
+
+    def peek(self) -> str | None:
+        return self.items[self.position][1] if self.position < len(self.items) else None
+
+    def take(self) -> tuple[str, str]:
+        item = self.items[self.position]
+        self.position += 1
+        return item
+
+    def expression(self, level: int = 1) -> Value:
+        self.depth += 1
+        if self.depth > 200:
+            raise ValueError("expression too deep")
+        left = self.unary()
+        while True:
+            op = self.peek()
+            if op == "?":
+                self.take()
+                yes = self.expression()
+                if self.peek() != ":":
+                    raise ValueError("bad ternary")
+                self.take()
+                no = self.expression()
+                left = UNKNOWN if left is None else (yes if left else no)
+                continue
+            precedence = self.BINARY.get(op or "")
+            if precedence is None or precedence < level:
+                break
+            self.take()
+            right = self.expression(precedence + 1)
+            left = _apply(op or "", left, right)
+        self.depth -= 1
+        return left
+
+    def unary(self) -> Value:
+        if self.position >= len(self.items):
+            raise ValueError("unexpected end")
+        kind, text = self.take()
+        if text == "(":
+            value = self.expression()
+            if self.peek() == ")":
+                self.take()
+            return value
+        if text == "!":
+            value = self.unary()
+            return None if value is None else int(not value)
+        if text == "-":
+            value = self.unary()
+            return None if value is None else -value
+        if text == "~":
+            value = self.unary()
+            return None if value is None else (~value) & 0xFFFFFFFFFFFFFFFF
+        if text == "+":
+            return self.unary()
+        if kind == "num":
+            return int(text, 0)
+        if kind == "name":
+            if text == "defined":
+                parenthesised = self.peek() == "("
+                if parenthesised:
+                    self.take()
+                _, name = self.take()
+                if parenthesised and self.peek() == ")":
+                    self.take()
+                found = self.env(name)
+                if found is UNDEFINED:
+                    return 0
+                return None if found is None else 1
+            if self.peek() == "(":  # a function-like macro: not evaluated
+                self._skip_call()
+                return UNKNOWN
+            found = self.env(text)
+            if found is UNDEFINED:
+                return 0 if self.in_if else UNKNOWN
+            if found is True:
+                return 1
+            return found if isinstance(found, int) else UNKNOWN
+        raise ValueError(f"unexpected {text!r}")
+
+    def _skip_call(self) -> None:
+        depth = 0
+        while self.position < len(self.items):
+            _, text = self.take()
+            if text == "(":
+                depth += 1
+            elif text == ")":
+                depth -= 1
+                if depth == 0:
+                    return
+
+
+def _apply(op: str, left: Value, right: Value) -> Value:
+    if op == "&&":
+        if left == 0 or right == 0:
+            return 0
+        return None if left is None or right is None else 1
+    if op == "||":
+        if (left is not None and left != 0) or (right is not None and right != 0):
+            return 1
+        return None if left is None or right is None else 0
+    if left is None or right is None:
+        return None
+    try:
+        return {
+            "|": lambda: left | right,
+            "^": lambda: left ^ right,
+            "&": lambda: left & right,
+            "==": lambda: int(left == right),
+            "!=": lambda: int(left != right),
+            "<": lambda: int(left < right),
+            ">": lambda: int(left > right),
+            "<=": lambda: int(left <= right),
+            ">=": lambda: int(left >= right),
+            "<<": lambda: left << right if 0 <= right < 128 else None,
+            ">>": lambda: left >> right if 0 <= right < 128 else None,
+            "+": lambda: left + right,
+            "-": lambda: left - right,
+            "*": lambda: left * right,
+            "/": lambda: int(left / right) if right else None,
+            "%": lambda: left % right if right else None,
+        }[op]()
+    except (KeyError, OverflowError):
+        return None
+
+
+def evaluate(expr: str, env: Environment, in_if: bool = True) -> Value:
+    """The value of a preprocessor condition or integer constant expression; None when it
+    depends on something unknown or is not an expression this evaluator reads."""
+    items = tokens(expr)
+    if not items:
+        return None
+    try:
+        parser = _Parser(items, env, in_if)
+        value = parser.expression()
+        return value if parser.position == len(parser.items) else None
+    except (ValueError, IndexError):
+        return None
+
+
+def names_in(expr: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", expr)) - {"defined"}
+
+
+def is_amd_guard(name: str) -> bool:
+    return name in AMD_GUARDS or AMD_GUARD_PATTERN.fullmatch(name) is not None
+
+
+def config_env(amd: bool, amd_macros: Iterable[str] = (), values: Mapping[str, int] | None = None):
+    """The environment of a build for AMD (amd=True) or for NVIDIA. `amd_macros` are the
+    project's own macros defined only in AMD builds; `values` constants known in it."""
+    extra = frozenset(amd_macros)
+    known = values or {}
+
+    def env(name: str) -> object:
+        if is_amd_guard(name) or name in extra:
+            return 1 if amd else UNDEFINED
+        if name in NVIDIA_ONLY:
+            return UNDEFINED if amd else None
+        if name in known:
+            return known[name]
+        return None
+
+    return env
+
+
+def branch_condition_value(branch: Branch, env: Environment) -> Value:
+    """Whether `branch` is taken: every prior test false and its own test (if any) true."""
+    result: Value = 1
+    for test in branch.prior:
+        value = evaluate(test, env)
+        result = _apply("&&", result, None if value is None else int(not value))
+        if result == 0:
+            return 0
+    if branch.test is not None:
+        result = _apply("&&", result, evaluate(branch.test, env))
+    return result
+
+
+def mentions_amd_guard(branch: Branch, amd_macros: Iterable[str] = ()) -> bool:
+    extra = frozenset(amd_macros)
+    tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+    return any(is_amd_guard(n) or n in extra for t in tests for n in names_in(t))

@@ -1,0 +1,248 @@
+"""Facts of the whole project, and the questions only they answer.
+
+Owns: which macros the project derives from the AMD guards (`#ifdef __HIP_PLATFORM_AMD__`
+`#define MY_HIP 1`), which macros hide a device qualifier (`#define DINLINE __device__
+__forceinline__`), the value of an integer constant as an AMD build sees it wherever it is
+defined (`#define WARP_SIZE 32` in one header, used in another file's kernels; a value
+chosen by `#ifdef USE_ROCM`), and where the project already has AMD paths.
+
+A file's scan is cached by its own content, so a check that needs another file's facts
+records its question instead of an answer (a `Pending` finding: "report this if
+`WARP_SIZE` is 32"); the questions are answered here, once every file is read. One
+constant evaluator (portcheck.preproc.evaluate) serves every check.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from portcheck.model import AmdPath, Finding
+from portcheck.preproc import (
+    UNDEFINED,
+    Branch,
+    PreprocFacts,
+    branch_condition_value,
+    config_env,
+    evaluate,
+    is_amd_guard,
+    mentions_amd_guard,
+)
+
+DEVICE_QUALIFIER_TOKENS = frozenset({"__device__", "__global__"})
+TRUE_BODIES = frozenset({"", "1", "true", "(1)"})
+MAX_DEPTH = 12
+
+
+class Pending(NamedTuple):
+    """A finding whose truth depends on facts outside its file: report it when `expr`
+    evaluates (in an AMD build) to one of `values` (or to none of them, `negate`), and,
+    if `device_macros` is set, when one of those macros hides a device qualifier."""
+
+    finding: Finding
+    expr: str = ""
+    values: tuple[int, ...] = ()
+    negate: bool = False
+    device_macros: tuple[str, ...] = ()
+
+
+@dataclass
+class _FileFacts:
+    path: str
+    facts: PreprocFacts
+    starts: list[int] = field(default_factory=list)
+
+    def enclosing(self, offset: int) -> list[Branch]:
+        """The branches that contain `offset`, outermost first."""
+        branches = self.facts.branches
+        i = bisect.bisect_right(self.starts, offset)
+        found = [b for b in branches[:i] if b.start_byte <= offset < b.end_byte]
+        return found
+
+
+class ProjectFacts:
+    """Built once per scan from every file's preprocessor facts."""
+
+    def __init__(self, files: Iterable[tuple[str, PreprocFacts]]) -> None:
+        self.files: dict[str, _FileFacts] = {}
+        for path, facts in files:
+            self.files[path] = _FileFacts(path, facts, [b.start_byte for b in facts.branches])
+        self.amd_macros: set[str] = set()
+        self.nvidia_macros: set[str] = set()
+        self._derive_platform_macros()
+        self.device_macros = self._device_macros()
+        self._constants: dict[str, list[tuple[str, str, int]]] = {}  # name -> (path, expr, offset)
+        for path, ff in self.files.items():
+            for macro in ff.facts.macros:
+                if not macro.function_like:
+                    self._constants.setdefault(macro.name, []).append(
+                        (path, macro.body, macro.offset)
+                    )
+            for constant in ff.facts.constants:
+                self._constants.setdefault(constant.name, []).append(
+                    (path, constant.expr, constant.offset)
+                )
+        self._value_cache: dict[tuple[str, str], int | None] = {}
+
+    # -- configurations -------------------------------------------------------------------
+
+    def _env(self, amd: bool):
+        base = config_env(amd, self.amd_macros)
+        nvidia = self.nvidia_macros
+
+        def env(name: str) -> object:
+            if name in nvidia:
+                return UNDEFINED if amd else None
+            return base(name)
+
+        return env
+
+    def _branch_kind(self, branch: Branch, amd_env, nv_env) -> str | None:
+        """'amd' for a branch only an AMD build takes, 'nvidia' for one an AMD build never
+        takes in a conditional that tests an AMD guard, else None."""
+        in_amd = branch_condition_value(branch, amd_env)
+        in_nv = branch_condition_value(branch, nv_env)
+        if in_nv == 0 and in_amd != 0:
+            return "amd"
+        if in_amd == 0 and mentions_amd_guard(branch, self.amd_macros | self.nvidia_macros):
+            return "nvidia"
+        return None
+
+    def _derive_platform_macros(self) -> None:
+        """Project macros defined only on one platform's side, to a fixed point."""
+        for _ in range(4):
+            amd_env, nv_env = self._env(True), self._env(False)
+            sides: dict[str, set[str | None]] = {}
+            for ff in self.files.values():
+                for macro in ff.facts.macros:
+                    if macro.function_like or is_amd_guard(macro.name):
+                        continue
+                    kinds = {self._branch_kind(b, amd_env, nv_env) for b in ff.enclosing(macro.offset)}
+                    side = "amd" if "amd" in kinds else "nvidia" if "nvidia" in kinds else None
+                    if side == "amd" and macro.body not in TRUE_BODIES:
+                        side = None  # `#define WARP_SIZE 64`: a value, not a platform flag
+                    if side is None and macro.body:
+                        # `#define IS_HIP (defined(__HIP_PLATFORM_AMD__))`
+                        if evaluate(macro.body, amd_env) == 1 and evaluate(macro.body, nv_env) == 0:
+                            side = "amd"
+                    sides.setdefault(macro.name, set()).add(side)
+            amd = {name for name, s in sides.items() if s == {"amd"}}
+            nvidia = {name for name, s in sides.items() if s == {"nvidia"}}
+            if amd == self.amd_macros and nvidia == self.nvidia_macros:
+                return
+            self.amd_macros, self.nvidia_macros = amd, nvidia
+
+    def _device_macros(self) -> set[str]:
+        bodies: dict[str, set[str]] = {}
+        for ff in self.files.values():
+            for macro in ff.facts.macros:
+                if not macro.function_like and macro.body:
+                    bodies.setdefault(macro.name, set()).update(re.findall(r"\w+", macro.body))
+        found = {n for n, words in bodies.items() if words & DEVICE_QUALIFIER_TOKENS}
+        changed = True
+        while changed:  # `#define HOST_DEVICE __host__ DEVICE`, `#define DEVICE __device__`
+            changed = False
+            for name, words in bodies.items():
+                if name not in found and words & found:
+                    found.add(name)
+                    changed = True
+        return found
+
+    # -- where code sits ------------------------------------------------------------------
+
+    def placement(self, path: str, offset: int) -> str | None:
+        """'amd' inside an AMD path, 'nvidia' in NVIDIA-only code with an AMD alternative."""
+        ff = self.files.get(path)
+        if ff is None or not ff.facts.branches:
+            return None
+        amd_env, nv_env = self._env(True), self._env(False)
+        kinds = {self._branch_kind(b, amd_env, nv_env) for b in ff.enclosing(offset)}
+        if "amd" in kinds:
+            return "amd"
+        if "nvidia" in kinds:
+            return "nvidia"
+        return None
+
+    def amd_paths(self) -> list[AmdPath]:
+        """Every branch only an AMD build takes, outermost ones only."""
+        amd_env, nv_env = self._env(True), self._env(False)
+        found: list[AmdPath] = []
+        for path in sorted(self.files):
+            ff = self.files[path]
+            covered_until = -1
+            for branch in ff.facts.branches:
+                if branch.start_byte < covered_until:
+                    continue
+                if self._branch_kind(branch, amd_env, nv_env) == "amd":
+                    found.append(AmdPath(path, branch.start_line, branch.end_line, branch.directive))
+                    covered_until = branch.end_byte
+        return found
+
+    # -- constants ------------------------------------------------------------------------
+
+    def value(self, name: str, path: str, depth: int = 0) -> int | None:
+        """The integer value of `name` in an AMD build, as seen from `path`: definitions in
+        NVIDIA-only branches do not count, one in an AMD path wins, one in the same file
+        comes before the rest of the project; several different values: unknown."""
+        key = (name, path)
+        if key in self._value_cache:
+            return self._value_cache[key]
+        self._value_cache[key] = None  # a cycle evaluates to unknown
+        result = self._value(name, path, depth)
+        self._value_cache[key] = result
+        return result
+
+    def _value(self, name: str, path: str, depth: int) -> int | None:
+        definitions = self._constants.get(name)
+        if not definitions or depth > MAX_DEPTH:
+            return None
+        amd_env, nv_env = self._env(True), self._env(False)
+        ranked: list[tuple[int, str, str]] = []
+        for def_path, expr, offset in definitions:
+            ff = self.files[def_path]
+            kinds = {self._branch_kind(b, amd_env, nv_env) for b in ff.enclosing(offset)}
+            if "nvidia" in kinds:
+                continue
+            if any(branch_condition_value(b, amd_env) == 0 for b in ff.enclosing(offset)):
+                continue
+            rank = (0 if "amd" in kinds else 1) * 2 + (0 if def_path == path else 1)
+            ranked.append((rank, def_path, expr))
+        if not ranked:
+            return None
+        best = min(r for r, _, _ in ranked)
+        values = {
+            self.evaluate(expr, def_path, depth + 1) for r, def_path, expr in ranked if r == best
+        }
+        return values.pop() if len(values) == 1 else None
+
+    def evaluate(self, expr: str, path: str, depth: int = 0) -> int | None:
+        """An integer expression in an AMD build, names resolved through the project."""
+        base = self._env(True)
+
+        def env(name: str) -> object:
+            known = base(name)
+            if known is not None:
+                return known
+            return self.value(name, path, depth)
+
+        return evaluate(expr, env, in_if=False)
+
+    # -- questions recorded by checks -----------------------------------------------------
+
+    def answer(self, pending: Pending) -> bool:
+        if pending.device_macros and not set(pending.device_macros) & self.device_macros:
+            return False
+        if pending.expr:
+            value = self.evaluate(pending.expr, pending.finding.path)
+            if value is None:
+                return False
+            hit = value in pending.values
+            return not hit if pending.negate else hit
+        return True
+
+
+def answered(facts: ProjectFacts, pendings: Sequence[Pending]) -> list[Finding]:
+    return [p.finding for p in pendings if facts.answer(p)]
