@@ -276,9 +276,16 @@ def _consider_file(
     yield Candidate(Path(path), relpath, language, needs_check and not named, stamp)
 
 
-def read_candidate(candidate: Candidate) -> bytes | Skipped | None:
+# A C/C++ header without CUDA in it can still define what CUDA code elsewhere uses: a
+# warp width, a mask, a device-qualifier macro, a platform macro (portcheck.project).
+FACT_HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".ipp", ".tcc")
+PROJECT_FACT_MARKER = re.compile(rb"#\s*(?:define|if)|\bconstexpr\b|\bconst\b|\benum\b")
+
+
+def read_candidate(candidate: Candidate, facts: bool = False) -> bytes | Skipped | None:
     """The file's bytes; a Skipped with the reason; or None for a C/C++ file
-    that turned out to have no CUDA in it (not worth a skip line)."""
+    that turned out to have no CUDA in it (not worth a skip line). With `facts`, a header
+    without CUDA that defines macros or constants is read too (for the project's facts)."""
     try:
         with open(candidate.path, "rb") as fh:
             data = fh.read()
@@ -291,5 +298,7 @@ def read_candidate(candidate: Candidate) -> bytes | Skipped | None:
             if PYTHON_MARKER.search(data) is None:
                 return None
         elif not looks_like_cuda(data):
+            if facts and candidate.relpath.lower().endswith(FACT_HEADER_SUFFIXES):
+                return data if PROJECT_FACT_MARKER.search(data) else None
             return None
     return data

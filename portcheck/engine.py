@@ -32,7 +32,7 @@ from portcheck.python.rules import python_rules_digest
 from portcheck.resources import cache_dir
 from portcheck.ruleset import RuleSet
 
-CACHE_VERSION = "scan-6"  # bump when extraction or checks change what they produce
+CACHE_VERSION = "scan-7"  # bump when extraction or checks change what they produce
 MIN_FILES_FOR_POOL = 16
 CHUNK_FILES = 8  # files per task sent to a worker...
 CHUNK_BYTES = 256 * 1024  # ...or fewer when they are large
@@ -269,7 +269,7 @@ REREAD = Skipped("", "")  # a sentinel: read the file when its turn comes
 
 def _read(candidate: Candidate, context: str | None) -> Read:
     """Read a candidate and, with a key context, compute its cache key."""
-    data = read_candidate(candidate)
+    data = read_candidate(candidate, facts=True)
     key = (
         _key(context, candidate.relpath, candidate.language, data)
         if context is not None and isinstance(data, bytes)
@@ -428,7 +428,7 @@ def scan_candidates(
                 yield from drain(WINDOW_CHUNKS * workers)
                 continue
             if data is REREAD:  # its bytes were not kept (or not read at all): read them now
-                data = read_candidate(candidate)
+                data = read_candidate(candidate, facts=True)
             if data is None or isinstance(data, Skipped):
                 slots.append([candidate, data])
             elif use_pool:

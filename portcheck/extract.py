@@ -23,6 +23,7 @@ from pathlib import PurePosixPath
 from tree_sitter import Node, QueryCursor
 
 from portcheck.checks import METHOD_MARK, Context, FunctionInfo, run_checks
+from portcheck.discover import looks_like_cuda
 from portcheck.model import (
     ApiRule,
     Dependency,
@@ -171,6 +172,7 @@ class FileScan:
     preproc: PreprocFacts = EMPTY_FACTS
     pending: list[Pending] = field(default_factory=list)
     front_end: str = "tree-sitter"
+    facts_only: bool = False  # no CUDA in it: not reported, its facts serve the others
 
 
 @lru_cache(maxsize=8192)
@@ -317,6 +319,9 @@ class Extractor:
         if not data.strip():
             return result
         result.preproc = preprocessor_facts(data)
+        if language is not Language.CUDA and not looks_like_cuda(data):
+            result.facts_only = True  # a header read for its macros and constants only
+            return result
         tree = parse_cuda(data)
         root = tree.root_node
         index = LineIndex(data)
@@ -402,15 +407,15 @@ class Extractor:
             for child in fn.children:
                 if child.type in DECLARATOR_TYPES or child.type == "compound_statement":
                     break
-                pieces = [child] if child.type in ("type_identifier", "identifier") else (
-                    [c for c in child.children if c.type in ("identifier", "type_identifier")]
-                    if child.type == "ERROR"
-                    else []
-                )
-                for piece in pieces:
-                    word = (piece.text or b"").decode()
-                    if MACRO_LIKE.fullmatch(word):
-                        names.append(word)
+                pieces = [child]
+                while pieces:  # `DINLINE unsigned f()`: the macro sits inside a type node
+                    piece = pieces.pop()
+                    if piece.type in ("identifier", "type_identifier"):
+                        word = (piece.text or b"").decode()
+                        if MACRO_LIKE.fullmatch(word):
+                            names.append(word)
+                    elif piece.child_count and piece.end_byte - piece.start_byte < 200:
+                        pieces.extend(piece.children)
             if names:
                 found.append((fn.start_byte, fn.end_byte, tuple(names)))
         found.sort()

@@ -266,6 +266,8 @@ def _assemble(
     findings: list[Finding] = []
     scored_uses: list[Use] = []  # not those in NVIDIA-only code that has an AMD path
     for file_scan in scans:
+        if file_scan.facts_only:
+            continue
         path = file_scan.path
         kept: list[Use] = []
         file_scored: list[Use] = []

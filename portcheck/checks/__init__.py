@@ -277,6 +277,11 @@ class Context:
         literal = integer_value(node)
         if literal is not None:
             return literal
+        if node.type == "qualified_identifier":  # `fused::kFullMask`: the constant's own name
+            name = node.child_by_field_name("name")
+            while name is not None and name.type == "qualified_identifier":
+                name = name.child_by_field_name("name")
+            return text(name) if name is not None and name.type == "identifier" else None
         if node.type not in ("identifier", "parenthesized_expression", "binary_expression"):
             return None
         expr = self._with_locals(text(node), node.start_byte)

@@ -1,0 +1,141 @@
+"""Findings that need the whole project: constants and device-qualifier macros defined in
+other files, the project's own AMD paths (no finding inside one; NVIDIA-only code that has
+one is marked `amd_alternative` and costs nothing), and locals that shadow CUDA names.
+
+Fixtures are small multi-file projects under tests/fixtures/projects/, marked with
+`// expect: slug` (a finding on the next line) and `// expect-amd-alt: slug` (a finding on
+the next line that already has an AMD alternative)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections import Counter
+
+import pytest
+
+import portcheck
+
+from conftest import FIXTURES
+
+PROJECTS = FIXTURES / "projects"
+MARK = re.compile(r"//\s*expect(-amd-alt)?:\s*([\w\- ]+?)\s*$")
+
+
+def expected(root) -> Counter[tuple[str, str, int, bool]]:
+    found: Counter[tuple[str, str, int, bool]] = Counter()
+    for path in sorted(root.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(root).as_posix()
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            match = MARK.search(line)
+            if match:
+                for slug in match.group(2).split():
+                    found[(rel, slug, number + 1, bool(match.group(1)))] += 1
+    return found
+
+
+def findings(report) -> Counter[tuple[str, str, int, bool]]:
+    return Counter((f.path, f.slug, f.span.line, f.amd_alternative) for f in report.findings)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in PROJECTS.iterdir()))
+def test_project_findings_match_markers_exactly(name):
+    root = PROJECTS / name
+    found, wanted = findings(portcheck.scan(root, cache=False)), expected(root)
+    assert found == wanted, (
+        f"missing: {sorted((wanted - found).elements())}\n"
+        f"unexpected: {sorted((found - wanted).elements())}"
+    )
+
+
+def test_amd_paths_are_listed_with_their_guards():
+    report = portcheck.scan(PROJECTS / "fused_ops", cache=False)
+    paths = {(p.path, p.start_line, p.end_line, p.guard) for p in report.amd_paths}
+    assert ("include/platform.h", 4, 8, "#if defined(USE_ROCM)") in paths
+    # A project macro defined only in the USE_ROCM branch is an AMD guard too.
+    assert ("include/reduce.cuh", 8, 10, "#ifdef FUSED_ON_AMD") in paths
+    assert ("include/reduce.cuh", 39, 41, "#if defined(__HIP_PLATFORM_AMD__)") in paths
+    document = report.to_dict()
+    assert document["summary"]["amd_paths"] == len(report.amd_paths) == len(document["amd_paths"])
+
+
+def test_nothing_inside_an_amd_path_is_reported_or_counted():
+    report = portcheck.scan(PROJECTS / "quant_kernels", cache=False)
+    amd = [(p.path, p.start_line, p.end_line) for p in report.amd_paths]
+    assert ("dot.cu", 5, 8) in amd  # the v_dot4 asm branch
+    for item in [*report.findings, *report.uses]:
+        line = item.span.line
+        assert not any(item.path == p and s <= line <= e for p, s, e in amd), item
+
+
+def test_amd_asm_outside_any_guard_is_not_inline_ptx(tmp_path):
+    (tmp_path / "gfx.cu").write_text(
+        "__global__ void k(int* p) {\n"
+        '  asm volatile("s_waitcnt vmcnt(0) lgkmcnt(0)" ::: "memory");\n'
+        '  asm volatile("v_dot2_f32_f16 %0, %1, %2, %0" : "+v"(p[0]) : "v"(p[1]), "v"(p[2]));\n'
+        '  asm volatile("mov.u32 %0, %%laneid;" : "=r"(p[3]));\n'
+        "}\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    assert [(f.slug, f.span.line) for f in report.findings] == [("inline-ptx", 4)]
+
+
+def test_an_amd_alternative_costs_no_score(tmp_path):
+    ported = portcheck.scan(PROJECTS / "quant_kernels", cache=False)
+    alt = [f for f in ported.findings if f.amd_alternative]
+    assert alt, "the fixture has NVIDIA-only code with an AMD path"
+    # The same code with its AMD branches taken out: the NVIDIA-only kernel is now work.
+    shutil.copytree(PROJECTS / "quant_kernels", tmp_path / "q")
+    dot = tmp_path / "q" / "dot.cu"
+    dot.write_text(dot.read_text().replace("#if !defined(QK_AMD_BUILD)\n//", "#if 1\n//"))
+    unported = portcheck.scan(tmp_path / "q", cache=False)
+    assert any(not f.amd_alternative and f.slug == "lane-mask-width" for f in unported.findings)
+    assert unported.scores["hip"] < ported.scores["hip"]
+    assert unported.effort["hip"]["total_hours"] > ported.effort["hip"]["total_hours"]
+
+
+def test_a_constant_changed_in_one_header_changes_another_files_findings(tmp_path):
+    root = tmp_path / "fused"
+    shutil.copytree(PROJECTS / "fused_ops", root)
+    before = portcheck.scan(root)
+    assert any(f.path == "kernels/softmax.cu" and f.slug == "warp-size-assumption"
+               for f in before.findings)
+    limits = root / "include" / "limits.h"
+    limits.write_text(limits.read_text().replace("#define TILE_WARP 32", "#define TILE_WARP 64"))
+    after = portcheck.scan(root)  # the cache must not answer with the old constant
+    assert not any(f.path == "kernels/softmax.cu" and f.slug == "warp-size-assumption"
+                   for f in after.findings)
+
+
+def test_locals_named_like_math_functions_are_not_cuda_uses(tmp_path):
+    (tmp_path / "bessel.cu").write_text(
+        "__global__ void sums(const float* in, float* out, int n) {\n"
+        "  float j0 = 0.f, y0 = 0.f, y1 = 0.f;\n"
+        "  for (int i = threadIdx.x; i < n; i += blockDim.x) { j0 += in[i]; y0 += in[i] * in[i]; }\n"
+        "  y1 = j0 + y0;\n"
+        "  out[0] = y1;\n"
+        "}\n"
+        "__global__ void bessel(const double* x, double* out) {\n"
+        "  out[threadIdx.x] = j0(x[threadIdx.x]) + y1(x[threadIdx.x]);\n"
+        "}\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    bessel = sorted((u.name, u.span.line) for u in report.uses if u.name in ("j0", "y0", "y1"))
+    assert bessel == [("j0", 8), ("y1", 8)]
+
+
+def test_device_code_behind_a_macro_from_another_header_is_checked(tmp_path):
+    (tmp_path / "macros.h").write_text(
+        "#pragma once\n#define CUTLASS_DEVICE __forceinline__ __device__\n"
+    )
+    (tmp_path / "warp.cu").write_text(
+        '#include "macros.h"\n'
+        "CUTLASS_DEVICE int lane_of(int tid) { return tid & 31; }\n"
+        "inline int host_lane(int tid) { return tid & 31; }\n"
+        "__global__ void k(int* p) { p[0] = lane_of(threadIdx.x); }\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    assert [(f.slug, f.span.line) for f in report.findings] == [("warp-size-assumption", 2)]
+    assert report.findings[0].kernels == ("k",)
