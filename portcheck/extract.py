@@ -388,6 +388,7 @@ class Extractor:
             result.functions,
             device_ranges,
             possible_device_ranges=possible_device,
+            preproc=result.preproc,
         )
         result.findings = run_checks(ctx, self.ignore)
         result.pending = ctx.pending

@@ -213,9 +213,9 @@ def test_a_rescan_reads_only_the_files_whose_stamp_changed(tmp_path, monkeypatch
     opened: list[str] = []
     real_read = engine.read_candidate
 
-    def counting_read(candidate):
+    def counting_read(candidate, **options):
         opened.append(candidate.relpath)
-        return real_read(candidate)
+        return real_read(candidate, **options)
 
     monkeypatch.setattr(engine, "read_candidate", counting_read)
     assert document() == first

@@ -28,6 +28,7 @@ from portcheck.model import (
     Use,
     Verdicts,
 )
+from portcheck.preproc import EMPTY_FACTS, PreprocFacts
 from portcheck.project import Pending
 from portcheck.resources import data_dir
 from portcheck.ruleset import YamlSyntaxError, load_yaml
@@ -203,6 +204,7 @@ class Context:
     # `__device__`: (start, end, macro names), sorted.
     possible_device_ranges: list[tuple[int, int, tuple[str, ...]]] = field(default_factory=list)
     pending: list[Pending] = field(default_factory=list)
+    preproc: PreprocFacts = EMPTY_FACTS
     _locals: dict[int, dict[str, str]] = field(default_factory=dict)
 
     def report(

@@ -8,7 +8,8 @@ from portcheck.checks import Context, hazard
 from portcheck.checks.syntax import captures, text
 
 COMPARE = r"\s*(?:[<>]=?|==|!=)\s*"
-ARCH_COMPARISON = re.compile(rf"__CUDA_ARCH__{COMPARE}\d+|\d+{COMPARE}__CUDA_ARCH__")
+OPERAND = r"(?:\d+|[A-Za-z_]\w*)"
+ARCH_COMPARISON = re.compile(rf"__CUDA_ARCH__{COMPARE}{OPERAND}|{OPERAND}{COMPARE}__CUDA_ARCH__")
 
 
 @hazard("inline-ptx")
@@ -23,18 +24,30 @@ def inline_ptx(ctx: Context) -> None:
 
 @hazard("arch-conditional")
 def arch_conditional(ctx: Context) -> None:
-    if ctx.root is None or b"__CUDA_ARCH__" not in ctx.data:
+    """Read from the file's preprocessor facts (lexical, so a branch the grammar could not
+    parse is still seen): `#if`/`#elif` tests and `#define` bodies that compare
+    `__CUDA_ARCH__` with a number or a named compute capability."""
+    if b"__CUDA_ARCH__" not in ctx.data:
         return
-    pattern = "[(preproc_if condition: (_) @c) (preproc_elif condition: (_) @c)]"
-    for condition in captures(ctx.root, pattern, "c"):
-        match = ARCH_COMPARISON.search(text(condition))
-        if match:
-            directive = condition.parent
-            start = directive.start_byte if directive is not None else condition.start_byte
+    seen: set[int] = set()
+    for branch in ctx.preproc.branches:
+        match = ARCH_COMPARISON.search(branch.test or "")
+        if match and branch.start_byte not in seen:
+            seen.add(branch.start_byte)
+            line_end = ctx.data.find(b"\n", branch.start_byte)
             ctx.report(
-                start,
-                condition.end_byte,
+                branch.start_byte,
+                line_end if line_end != -1 else len(ctx.data),
                 f"`{match.group()}` selects code by NVIDIA compute capability",
+            )
+    for macro in ctx.preproc.macros:
+        match = ARCH_COMPARISON.search(macro.body)
+        if match:
+            ctx.report(
+                macro.offset,
+                macro.offset + len("#define"),
+                f"`{macro.name}` is defined by comparing `{match.group()}` (NVIDIA compute "
+                "capability); on AMD it is never true",
             )
 
 
