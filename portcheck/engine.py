@@ -32,7 +32,7 @@ from portcheck.python.rules import python_rules_digest
 from portcheck.resources import cache_dir
 from portcheck.ruleset import RuleSet
 
-CACHE_VERSION = "scan-7"  # bump when extraction or checks change what they produce
+CACHE_VERSION = "scan-8"  # bump when extraction or checks change what they produce
 MIN_FILES_FOR_POOL = 16
 CHUNK_FILES = 8  # files per task sent to a worker...
 CHUNK_BYTES = 256 * 1024  # ...or fewer when they are large

@@ -100,14 +100,20 @@ class Branch(NamedTuple):
 class MacroDef(NamedTuple):
     name: str
     body: str
-    offset: int
+    offset: int  # of the name
     function_like: bool
+    line: int = 0
+    column: int = 0  # 1-based, in characters
+    text: str = ""  # the line, whitespace-normalised (for a finding's fingerprint)
 
 
 class ConstantDef(NamedTuple):
     name: str
     expr: str
-    offset: int
+    offset: int  # of the name
+    line: int = 0
+    column: int = 0
+    text: str = ""
 
 
 class PreprocFacts(NamedTuple):
@@ -186,28 +192,48 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
                     name = defined.group(1)
                     after = rest[len(rest) - len(rest.lstrip()) + len(name) :]
                     body = " ".join((defined.group(2) or "").replace("\\\n", " ").split())
-                    macros.append(MacroDef(name, body, match.start(), after.startswith("(")))
+                    offset = match.start(2) + len(rest) - len(rest.lstrip())
+                    macros.append(
+                        MacroDef(name, body, offset, after.startswith("("), *_where(data, offset, line))
+                    )
         end_line = line + masked.count(b"\n", position)
         while stack:  # unterminated: the branch runs to the end of the file
             close(stack.pop(), end_line, len(data))
     constants = [
-        ConstantDef(m.group(1).decode(), m.group(2).decode("utf-8", "replace").strip(), m.start(1))
+        ConstantDef(
+            m.group(1).decode(),
+            m.group(2).decode("utf-8", "replace").strip(),
+            m.start(1),
+            *_where(data, m.start(1)),
+        )
         for m in CONSTANT_DECL.finditer(masked)
     ] if b"const" in masked else []
     if b"enum" in masked:
-        constants.extend(_enum_constants(masked))
+        constants.extend(_enum_constants(data, masked))
     branches.sort(key=lambda b: b.start_byte)
     return PreprocFacts(tuple(branches), tuple(macros), tuple(constants))
 
 
-def _enum_constants(masked: bytes) -> Iterable[ConstantDef]:
+def _where(data: bytes, offset: int, line: int = 0) -> tuple[int, int, str]:
+    """(line, column, normalised line text) of a byte offset."""
+    start = data.rfind(b"\n", 0, offset) + 1
+    end = data.find(b"\n", offset)
+    text = data[start : end if end != -1 else len(data)]
+    number = line or data.count(b"\n", 0, offset) + 1
+    column = len(data[start:offset].decode("utf-8", "replace")) + 1
+    return number, column, " ".join(text.decode("utf-8", "replace").split())
+
+
+def _enum_constants(data: bytes, masked: bytes) -> Iterable[ConstantDef]:
     for match in ENUM_CONSTANT.finditer(masked):
         body_start = match.start(1)
         for item in re.finditer(rb"([A-Za-z_]\w*)\s*=\s*([^,]+)", match.group(1)):
+            offset = body_start + item.start(1)
             yield ConstantDef(
                 item.group(1).decode(),
                 item.group(2).decode("utf-8", "replace").strip(),
-                body_start + item.start(1),
+                offset,
+                *_where(data, offset),
             )
 
 

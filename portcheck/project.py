@@ -16,20 +16,23 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from portcheck.model import AmdPath, Finding
+from portcheck.model import AmdPath, Finding, Span
 from portcheck.preproc import (
     UNDEFINED,
     Branch,
+    ConstantDef,
+    MacroDef,
     PreprocFacts,
     branch_condition_value,
     config_env,
     evaluate,
     is_amd_guard,
     mentions_amd_guard,
+    names_in,
 )
 
 DEVICE_QUALIFIER_TOKENS = frozenset({"__device__", "__global__"})
@@ -74,18 +77,21 @@ class ProjectFacts:
         self.nvidia_macros: set[str] = set()
         self._derive_platform_macros()
         self.device_macros = self._device_macros()
-        self._constants: dict[str, list[tuple[str, str, int]]] = {}  # name -> (path, expr, offset)
+        # name -> its definitions: (path, expression, the definition)
+        self._constants: dict[str, list[tuple[str, str, Definition]]] = {}
         for path, ff in self.files.items():
             for macro in ff.facts.macros:
                 if not macro.function_like:
-                    self._constants.setdefault(macro.name, []).append(
-                        (path, macro.body, macro.offset)
-                    )
+                    self._constants.setdefault(macro.name, []).append((path, macro.body, macro))
             for constant in ff.facts.constants:
                 self._constants.setdefault(constant.name, []).append(
-                    (path, constant.expr, constant.offset)
+                    (path, constant.expr, constant)
                 )
         self._value_cache: dict[tuple[str, str], int | None] = {}
+        self._decided_by: dict[tuple[str, str], tuple[str, Definition] | None] = {}
+        # definitions that answered a check's question: (path, offset) -> (slug, definition,
+        # value, the findings at the places that use it)
+        self.roots: dict[tuple[str, int], tuple[str, str, Definition, int, list[Finding]]] = {}
 
     # -- configurations -------------------------------------------------------------------
 
@@ -200,8 +206,9 @@ class ProjectFacts:
         if not definitions or depth > MAX_DEPTH:
             return None
         amd_env, nv_env = self._env(True), self._env(False)
-        ranked: list[tuple[int, str, str]] = []
-        for def_path, expr, offset in definitions:
+        ranked: list[tuple[int, str, str, Definition]] = []
+        for def_path, expr, definition in definitions:
+            offset = definition.offset
             ff = self.files[def_path]
             kinds = {self._branch_kind(b, amd_env, nv_env) for b in ff.enclosing(offset)}
             if "nvidia" in kinds:
@@ -209,13 +216,14 @@ class ProjectFacts:
             if any(branch_condition_value(b, amd_env) == 0 for b in ff.enclosing(offset)):
                 continue
             rank = (0 if "amd" in kinds else 1) * 2 + (0 if def_path == path else 1)
-            ranked.append((rank, def_path, expr))
+            ranked.append((rank, def_path, expr, definition))
         if not ranked:
             return None
-        best = min(r for r, _, _ in ranked)
-        values = {
-            self.evaluate(expr, def_path, depth + 1) for r, def_path, expr in ranked if r == best
-        }
+        best = min(r for r, _, _, _ in ranked)
+        chosen = [(p, e, d) for r, p, e, d in ranked if r == best]
+        values = {self.evaluate(expr, def_path, depth + 1) for def_path, expr, _ in chosen}
+        if len(chosen) == 1:
+            self._decided_by[(name, path)] = (chosen[0][0], chosen[0][2])
         return values.pop() if len(values) == 1 else None
 
     def evaluate(self, expr: str, path: str, depth: int = 0) -> int | None:
@@ -232,17 +240,98 @@ class ProjectFacts:
 
     # -- questions recorded by checks -----------------------------------------------------
 
-    def answer(self, pending: Pending) -> bool:
+    def answer(self, pending: Pending) -> Finding | None:
+        """The finding if its question's answer is yes (its message then names the
+        definition that decided it), else None."""
+        finding = pending.finding
         if pending.device_macros and not set(pending.device_macros) & self.device_macros:
-            return False
-        if pending.expr:
-            value = self.evaluate(pending.expr, pending.finding.path)
-            if value is None:
-                return False
-            hit = value in pending.values
-            return not hit if pending.negate else hit
-        return True
+            return None
+        if not pending.expr:
+            return finding
+        value = self.evaluate(pending.expr, finding.path)
+        if value is None:
+            return None
+        hit = value in pending.values
+        if hit == pending.negate:
+            return None
+        names = [n for n in names_in(pending.expr) if (n, finding.path) in self._decided_by]
+        decided = self._decided_by.get((names[0], finding.path)) if len(names) == 1 else None
+        if decided is None:
+            return finding
+        def_path, definition = decided
+        constant = self.value(definition.name, finding.path)
+        finding = replace(
+            finding,
+            message=f"{finding.message} (`{definition.name}` is {constant}: "
+            f"{def_path}:{definition.line})",
+        )
+        if finding.slug in DEFINITION_SLUGS and constant is not None:
+            key = (def_path, definition.offset)
+            root = self.roots.setdefault(key, (finding.slug, def_path, definition, constant, []))
+            root[4].append(finding)
+        return finding
+
+    def definition_findings(self) -> list[Finding]:
+        """One finding at each definition that fixes a warp width or a 32-lane mask: those
+        that answered a check's question, and those whose name says what they are
+        (`#define WARP_SIZE 32`, `constexpr int hw_warp_size = 32;`, `FULL_MASK`)."""
+        from portcheck.checks import catalogue, line_fingerprint_of_text
+
+        roots = dict(self.roots)
+        for path, ff in self.files.items():
+            for definition in (*ff.facts.macros, *ff.facts.constants):
+                if (path, definition.offset) in roots or getattr(definition, "function_like", 0):
+                    continue
+                expr = definition.body if isinstance(definition, MacroDef) else definition.expr
+                own = evaluate(expr, lambda name: None, in_if=False)
+                if own == 32 and WARP_WIDTH_NAME.search(definition.name):
+                    slug = "warp-size-assumption"
+                elif own == 0xFFFFFFFF and LANE_MASK_NAME.search(definition.name):
+                    slug = "lane-mask-width"
+                else:
+                    continue
+                roots[(path, definition.offset)] = (slug, path, definition, own, [])
+        specs = catalogue()
+        found: list[Finding] = []
+        for (path, offset), (slug, _, definition, value, uses) in sorted(roots.items()):
+            spec = specs[slug]
+            what = "the warp width" if slug == "warp-size-assumption" else "a full-warp lane mask"
+            places = ", ".join(sorted({f"{u.path}:{u.span.line}" for u in uses})[:5])
+            used = f"; used so in {len(uses)} place(s): {places}" if uses else ""
+            kernels = tuple(sorted({k for u in uses for k in u.kernels}))
+            length = len(definition.name.encode())
+            found.append(
+                Finding(
+                    id=spec.id,
+                    slug=slug,
+                    severity=spec.severity,
+                    path=path,
+                    span=Span(
+                        definition.line,
+                        definition.column,
+                        definition.line,
+                        definition.column + len(definition.name),
+                        offset,
+                        offset + length,
+                    ),
+                    message=f"`{definition.name}` = {value} fixes {what} at 32 lanes; CDNA "
+                    f"wavefronts are 64 wide{used}",
+                    targets=spec.targets,
+                    help_url=spec.help_url,
+                    fix=spec.fix,
+                    kernels=kernels,
+                    fingerprint=line_fingerprint_of_text(slug, path, definition.text),
+                )
+            )
+        return found
 
 
-def answered(facts: ProjectFacts, pendings: Sequence[Pending]) -> list[Finding]:
-    return [p.finding for p in pendings if facts.answer(p)]
+# Hazards whose cause is often one definition (`#define WARP_SIZE 32`), reported there too.
+DEFINITION_SLUGS = frozenset({"warp-size-assumption", "lane-mask-width"})
+# Names that say a constant is a warp width or a full-warp mask.
+WARP_WIDTH_NAME = re.compile(
+    r"(?i)(?:^|_)(?:k_?)?(?:hw_?|cuda_?|phys(?:ical)?_?)?warp(?:_?(?:size|width|lanes?|sz))?$"
+    r"|lanes?_?per_?warp|threads?_?per_?warp"
+)
+LANE_MASK_NAME = re.compile(r"(?i)(?:full|warp|lane|all|active|shfl|sync).*mask|mask.*(?:full|warp|lane|all)")
+Definition = MacroDef | ConstantDef

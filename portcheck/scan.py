@@ -44,7 +44,7 @@ from portcheck.model import (
     Target,
     Use,
 )
-from portcheck.project import ProjectFacts, answered
+from portcheck.project import ProjectFacts
 from portcheck.ruleset import RuleSet, default_rules
 from portcheck.score import effort, scores
 
@@ -265,8 +265,18 @@ def _assemble(
     uses: list[Use] = []
     findings: list[Finding] = []
     scored_uses: list[Use] = []  # not those in NVIDIA-only code that has an AMD path
+    # Questions a file's checks left for the project (a constant defined elsewhere), then
+    # the definitions that answered them, reported where a port changes them.
+    answers: dict[str, list[Finding]] = {}
     for file_scan in scans:
-        if file_scan.facts_only:
+        for pending in file_scan.pending:
+            found = facts.answer(pending)
+            if found is not None:
+                answers.setdefault(file_scan.path, []).append(found)
+    for finding in facts.definition_findings():
+        answers.setdefault(finding.path, []).append(finding)
+    for file_scan in scans:
+        if file_scan.facts_only and file_scan.path not in answers:
             continue
         path = file_scan.path
         kept: list[Use] = []
@@ -281,7 +291,7 @@ def _assemble(
             if place is None:
                 file_scored.append(use)
         file_findings = []
-        for finding in [*file_scan.findings, *answered(facts, file_scan.pending)]:
+        for finding in [*file_scan.findings, *answers.get(path, ())]:
             place = facts.placement(path, finding.span.start_byte)
             if place == "amd":
                 continue

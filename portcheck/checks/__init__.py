@@ -160,6 +160,11 @@ def line_fingerprint(slug: str, path: str, data: bytes, offset: int) -> str:
     return digest.hexdigest()[:20]
 
 
+def line_fingerprint_of_text(slug: str, path: str, line: str) -> str:
+    """line_fingerprint for a line already whitespace-normalised."""
+    return line_fingerprint(slug, path, line.encode(), 0)
+
+
 # Checks that look at device code: in a function whose device qualifier hides behind a
 # project macro (`DINLINE float f()`), their findings wait for the project's macro table.
 DEVICE_CODE_CHECKS = frozenset(

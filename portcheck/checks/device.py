@@ -45,7 +45,7 @@ def arch_conditional(ctx: Context) -> None:
         if match:
             ctx.report(
                 macro.offset,
-                macro.offset + len("#define"),
+                macro.offset + len(macro.name),
                 f"`{macro.name}` is defined by comparing `{match.group()}` (NVIDIA compute "
                 "capability); on AMD it is never true",
             )
