@@ -249,6 +249,7 @@ Value = int | None  # None: not known in this configuration
 # name -> value; a name absent from the mapping is unknown; UNDEFINED marks a name known
 # not to be defined (its `defined()` is 0 and, in `#if`, its value 0).
 UNDEFINED = object()
+DEFINED = object()  # defined, with a value that is not known
 Environment = Callable[[str], object]
 
 
@@ -354,6 +355,8 @@ class _Parser:
         if kind == "num":
             return int(text, 0)
         if kind == "name":
+            if text in ("true", "false"):
+                return int(text == "true")
             if text == "defined":
                 parenthesised = self.peek() == "("
                 if parenthesised:
@@ -373,7 +376,7 @@ class _Parser:
                 return 0 if self.in_if else UNKNOWN
             if found is True:
                 return 1
-            return found if isinstance(found, int) else UNKNOWN
+            return found if isinstance(found, int) and found is not True else UNKNOWN
         raise ValueError(f"unexpected {text!r}")
 
     def _skip_call(self) -> None:
@@ -444,15 +447,31 @@ def is_amd_guard(name: str) -> bool:
     return name in AMD_GUARDS or AMD_GUARD_PATTERN.fullmatch(name) is not None
 
 
-def config_env(amd: bool, amd_macros: Iterable[str] = (), values: Mapping[str, int] | None = None):
+# A macro the project tests but does not define, whose name ends in a platform word
+# (`BNB_HIP`, `IS_ROCM`, `PLATFORM_AMD`), is taken for an AMD guard set by the build.
+# Only at the end: `GGML_HIP_NO_MMQ_MFMA` is an option *of* the AMD build, not a guard.
+PLATFORM_NAME = re.compile(r"(?:^|_)(?:HIP|HIPCC|ROCM|AMD|AMDGPU)_?_?$")
+
+
+def looks_like_amd_guard(name: str) -> bool:
+    return PLATFORM_NAME.search(name) is not None
+
+
+def config_env(
+    amd: bool, amd_macros: Mapping[str, int | None] | Iterable[str] = (),
+    values: Mapping[str, int] | None = None,
+):
     """The environment of a build for AMD (amd=True) or for NVIDIA. `amd_macros` are the
-    project's own macros defined only in AMD builds; `values` constants known in it."""
-    extra = frozenset(amd_macros)
+    project's own macros defined only in AMD builds (name -> 1, or None when only some
+    AMD builds define it: `AMD_MFMA_AVAILABLE` on CDNA); `values` constants known in it."""
+    extra = dict(amd_macros) if isinstance(amd_macros, Mapping) else dict.fromkeys(amd_macros, 1)
     known = values or {}
 
     def env(name: str) -> object:
-        if is_amd_guard(name) or name in extra:
+        if is_amd_guard(name):
             return 1 if amd else UNDEFINED
+        if name in extra:
+            return extra[name] if amd else UNDEFINED
         if name in NVIDIA_ONLY:
             return UNDEFINED if amd else None
         if name in known:

@@ -22,21 +22,21 @@ from typing import NamedTuple
 
 from portcheck.model import AmdPath, Finding, Span
 from portcheck.preproc import (
+    DEFINED,
+    NVIDIA_ONLY,
     UNDEFINED,
     Branch,
     ConstantDef,
     MacroDef,
     PreprocFacts,
     branch_condition_value,
-    config_env,
     evaluate,
     is_amd_guard,
-    mentions_amd_guard,
+    looks_like_amd_guard,
     names_in,
 )
 
 DEVICE_QUALIFIER_TOKENS = frozenset({"__device__", "__global__"})
-TRUE_BODIES = frozenset({"", "1", "true", "(1)"})
 MAX_DEPTH = 12
 
 
@@ -73,9 +73,14 @@ class ProjectFacts:
         self.files: dict[str, _FileFacts] = {}
         for path, facts in files:
             self.files[path] = _FileFacts(path, facts, [b.start_byte for b in facts.branches])
-        self.amd_macros: set[str] = set()
-        self.nvidia_macros: set[str] = set()
-        self._derive_platform_macros()
+        self._macro_defs: dict[str, list[tuple[str, MacroDef]]] = {}
+        for path, ff in self.files.items():
+            for macro in ff.facts.macros:
+                self._macro_defs.setdefault(macro.name, []).append((path, macro))
+        self._macro_state: dict[tuple[str, bool], object] = {}
+        self._envs = {True: self._make_env(True), False: self._make_env(False)}
+        self._kinds: dict[tuple[str, int], str | None] = {}
+        self._depth = 0
         self.device_macros = self._device_macros()
         # name -> its definitions: (path, expression, the definition)
         self._constants: dict[str, list[tuple[str, str, Definition]]] = {}
@@ -96,50 +101,94 @@ class ProjectFacts:
     # -- configurations -------------------------------------------------------------------
 
     def _env(self, amd: bool):
-        base = config_env(amd, self.amd_macros)
-        nvidia = self.nvidia_macros
+        return self._envs[amd]
 
+    def _make_env(self, amd: bool):
         def env(name: str) -> object:
-            if name in nvidia:
-                return UNDEFINED if amd else None
-            return base(name)
+            return self.macro(name, amd)
 
         return env
 
-    def _branch_kind(self, branch: Branch, amd_env, nv_env) -> str | None:
-        """'amd' for a branch only an AMD build takes, 'nvidia' for one an AMD build never
-        takes in a conditional that tests an AMD guard, else None."""
-        in_amd = branch_condition_value(branch, amd_env)
-        in_nv = branch_condition_value(branch, nv_env)
-        if in_nv == 0 and in_amd != 0:
-            return "amd"
-        if in_amd == 0 and mentions_amd_guard(branch, self.amd_macros | self.nvidia_macros):
-            return "nvidia"
-        return None
+    def macro(self, name: str, amd: bool) -> object:
+        """What `name` is in a build for AMD (amd=True) or NVIDIA: an int value, DEFINED
+        (defined, value unknown), UNDEFINED, or None (unknown). The project's definitions
+        count in a build whose preprocessor reaches them: `#ifdef __HIP_PLATFORM_AMD__`
+        `#define BNB_HIP 1` `#else` `#define BNB_HIP 0` gives 1 for AMD and 0 for NVIDIA."""
+        key = (name, amd)
+        state = self._macro_state
+        if key in state:
+            return state[key]
+        state[key] = None  # a definition that depends on itself is unknown
+        if self._depth > 40:  # a chain of definitions that deep: leave it unknown
+            del state[key]
+            return None
+        self._depth += 1
+        try:
+            state[key] = result = self._macro(name, amd)
+        finally:
+            self._depth -= 1
+        return result
 
-    def _derive_platform_macros(self) -> None:
-        """Project macros defined only on one platform's side, to a fixed point."""
-        for _ in range(4):
-            amd_env, nv_env = self._env(True), self._env(False)
-            sides: dict[str, set[str | None]] = {}
-            for ff in self.files.values():
-                for macro in ff.facts.macros:
-                    if macro.function_like or is_amd_guard(macro.name):
-                        continue
-                    kinds = {self._branch_kind(b, amd_env, nv_env) for b in ff.enclosing(macro.offset)}
-                    side = "amd" if "amd" in kinds else "nvidia" if "nvidia" in kinds else None
-                    if side == "amd" and macro.body not in TRUE_BODIES:
-                        side = None  # `#define WARP_SIZE 64`: a value, not a platform flag
-                    if side is None and macro.body:
-                        # `#define IS_HIP (defined(__HIP_PLATFORM_AMD__))`
-                        if evaluate(macro.body, amd_env) == 1 and evaluate(macro.body, nv_env) == 0:
-                            side = "amd"
-                    sides.setdefault(macro.name, set()).add(side)
-            amd = {name for name, s in sides.items() if s == {"amd"}}
-            nvidia = {name for name, s in sides.items() if s == {"nvidia"}}
-            if amd == self.amd_macros and nvidia == self.nvidia_macros:
-                return
-            self.amd_macros, self.nvidia_macros = amd, nvidia
+    def _macro(self, name: str, amd: bool) -> object:
+        if is_amd_guard(name):
+            return 1 if amd else UNDEFINED
+        if name in NVIDIA_ONLY:
+            return UNDEFINED if amd else None
+        definitions = self._macro_defs.get(name)
+        if not definitions:
+            if looks_like_amd_guard(name):  # set by the build system (-DBNB_HIP)
+                return 1 if amd else UNDEFINED
+            return None
+        env = self._envs[amd]
+        certain: list[object] = []
+        possible = False
+        for path, definition in definitions:
+            reached = [branch_condition_value(b, env) for b in self.files[path].enclosing(definition.offset)]
+            if 0 in reached:
+                continue
+            if all(value == 1 for value in reached):
+                if definition.function_like:
+                    certain.append(DEFINED)
+                else:
+                    value = evaluate(definition.body, env) if definition.body else 1
+                    certain.append(DEFINED if value is None else value)
+            else:
+                possible = True
+        if certain:
+            distinct = set(map(id, certain)) if DEFINED in certain else set(certain)
+            return certain[0] if len(distinct) == 1 else DEFINED
+        return None if possible else UNDEFINED
+
+    def is_platform_macro(self, name: str) -> bool:
+        """Does testing `name` tell an AMD build from an NVIDIA one?"""
+        if is_amd_guard(name):
+            return True
+        amd, nvidia = self.macro(name, True), self.macro(name, False)
+        if nvidia is UNDEFINED and amd is not UNDEFINED:
+            return amd is not None or name in self._macro_defs
+        if amd is UNDEFINED and nvidia is not UNDEFINED and nvidia is not None:
+            return True
+        return isinstance(amd, int) and isinstance(nvidia, int) and amd != nvidia
+
+    def _branch_kind(self, path: str, branch: Branch) -> str | None:
+        """'amd' for a branch only an AMD build takes, 'nvidia' for one an AMD build never
+        takes in a conditional that tests a platform macro, else None."""
+        key = (path, branch.start_byte)
+        if key in self._kinds:
+            return self._kinds[key]
+        in_amd = branch_condition_value(branch, self._envs[True])
+        in_nv = branch_condition_value(branch, self._envs[False])
+        kind = None
+        if in_nv == 0 and in_amd != 0:
+            kind = "amd"
+        elif in_amd == 0 and self._mentions_platform(branch):
+            kind = "nvidia"
+        self._kinds[key] = kind
+        return kind
+
+    def _mentions_platform(self, branch: Branch) -> bool:
+        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        return any(self.is_platform_macro(n) for t in tests for n in names_in(t))
 
     def _device_macros(self) -> set[str]:
         bodies: dict[str, set[str]] = {}
@@ -164,8 +213,7 @@ class ProjectFacts:
         ff = self.files.get(path)
         if ff is None or not ff.facts.branches:
             return None
-        amd_env, nv_env = self._env(True), self._env(False)
-        kinds = {self._branch_kind(b, amd_env, nv_env) for b in ff.enclosing(offset)}
+        kinds = {self._branch_kind(path, b) for b in ff.enclosing(offset)}
         if "amd" in kinds:
             return "amd"
         if "nvidia" in kinds:
@@ -174,7 +222,6 @@ class ProjectFacts:
 
     def amd_paths(self) -> list[AmdPath]:
         """Every branch only an AMD build takes, outermost ones only."""
-        amd_env, nv_env = self._env(True), self._env(False)
         found: list[AmdPath] = []
         for path in sorted(self.files):
             ff = self.files[path]
@@ -182,7 +229,7 @@ class ProjectFacts:
             for branch in ff.facts.branches:
                 if branch.start_byte < covered_until:
                     continue
-                if self._branch_kind(branch, amd_env, nv_env) == "amd":
+                if self._branch_kind(path, branch) == "amd":
                     found.append(AmdPath(path, branch.start_line, branch.end_line, branch.directive))
                     covered_until = branch.end_byte
         return found
@@ -205,12 +252,12 @@ class ProjectFacts:
         definitions = self._constants.get(name)
         if not definitions or depth > MAX_DEPTH:
             return None
-        amd_env, nv_env = self._env(True), self._env(False)
+        amd_env = self._env(True)
         ranked: list[tuple[int, str, str, Definition]] = []
         for def_path, expr, definition in definitions:
             offset = definition.offset
             ff = self.files[def_path]
-            kinds = {self._branch_kind(b, amd_env, nv_env) for b in ff.enclosing(offset)}
+            kinds = {self._branch_kind(def_path, b) for b in ff.enclosing(offset)}
             if "nvidia" in kinds:
                 continue
             if any(branch_condition_value(b, amd_env) == 0 for b in ff.enclosing(offset)):
@@ -228,12 +275,10 @@ class ProjectFacts:
 
     def evaluate(self, expr: str, path: str, depth: int = 0) -> int | None:
         """An integer expression in an AMD build, names resolved through the project."""
-        base = self._env(True)
 
         def env(name: str) -> object:
-            known = base(name)
-            if known is not None:
-                return known
+            if is_amd_guard(name) or name in NVIDIA_ONLY:
+                return self.macro(name, True)
             return self.value(name, path, depth)
 
         return evaluate(expr, env, in_if=False)
