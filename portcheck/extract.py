@@ -142,7 +142,7 @@ PTX = re.compile(
 )
 # A name in a declaration's specifiers that looks like a macro (`DINLINE`, `CUTLASS_DEVICE`,
 # `HOST_DEVICE`): the function is device code if the project defines it so.
-MACRO_LIKE = re.compile(r"[A-Z_][A-Z0-9_]*")
+MACRO_LIKE = re.compile(r"[A-Z_][A-Z0-9_]{2,}")  # not `T`, `N`: template parameters
 DECLARATOR_TYPES = frozenset(
     {"function_declarator", "pointer_declarator", "reference_declarator", "qualified_identifier"}
 )
@@ -419,6 +419,18 @@ class Extractor:
                         pieces.extend(piece.children)
             if names:
                 found.append((fn.start_byte, fn.end_byte, tuple(names)))
+        for lam in captures.get("lambda", ()):
+            # `[=] AMREX_GPU_DEVICE (int i) {...}`: the macro lands in an ERROR node.
+            body = lam.child_by_field_name("body")
+            limit = body.start_byte if body is not None else lam.end_byte
+            names = []
+            for child in lam.children:
+                if child.start_byte >= limit:
+                    break
+                if child.type == "ERROR" and child.text is not None and b"__device__" not in child.text:
+                    names += [w for w in re.findall(r"[A-Z_][A-Z0-9_]*", child.text.decode()) if MACRO_LIKE.fullmatch(w)]
+            if names:
+                found.append((lam.start_byte, lam.end_byte, tuple(names)))
         found.sort()
         return found
 

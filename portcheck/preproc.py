@@ -71,7 +71,7 @@ DIRECTIVE = re.compile(
     rb"((?:[^\n\\]|\\[^\n]|\\\n)*)",
     re.MULTILINE,
 )
-OBJECT_MACRO = re.compile(r"^\s*([A-Za-z_]\w*)(?:\s+(.*))?$", re.DOTALL)
+OBJECT_MACRO = re.compile(r"^\s*([A-Za-z_]\w*)(\(.*|\s+.*)?$", re.DOTALL)
 # `constexpr int kWarpSize = 32;`, `static const unsigned FULL_MASK = 0xffffffffu;`,
 # `constexpr static int WARP{32};`.
 CONSTANT_DECL = re.compile(
@@ -116,13 +116,27 @@ class ConstantDef(NamedTuple):
     text: str = ""
 
 
+class Invocation(NamedTuple):
+    """A call of a macro named for a platform (`AMREX_HIP_OR_CUDA(hip_code, cuda_code)`):
+    the byte range of each argument. Whether it picks an argument per platform is known
+    only from its definitions (portcheck.project)."""
+
+    name: str
+    arguments: tuple[tuple[int, int], ...]
+
+
 class PreprocFacts(NamedTuple):
     branches: tuple[Branch, ...]
     macros: tuple[MacroDef, ...]
     constants: tuple[ConstantDef, ...]
+    invocations: tuple[Invocation, ...] = ()
 
 
 EMPTY_FACTS = PreprocFacts((), (), ())
+PLATFORM_CALL = re.compile(
+    rb"\b([A-Z_][A-Z0-9_]*(?:HIP|CUDA|ROCM|AMD|NVIDIA|NVCC)[A-Z0-9_]*)[ \t]*\("
+)
+MAX_ARGUMENTS_BYTES = 64 * 1024
 
 
 def mask_comments_and_strings(data: bytes) -> bytes:
@@ -211,7 +225,31 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
     if b"enum" in masked:
         constants.extend(_enum_constants(data, masked))
     branches.sort(key=lambda b: b.start_byte)
-    return PreprocFacts(tuple(branches), tuple(macros), tuple(constants))
+    invocations = tuple(_platform_invocations(masked)) if b"(" in masked else ()
+    return PreprocFacts(tuple(branches), tuple(macros), tuple(constants), invocations)
+
+
+def _platform_invocations(masked: bytes) -> Iterable[Invocation]:
+    for match in PLATFORM_CALL.finditer(masked):
+        arguments: list[tuple[int, int]] = []
+        depth = 0
+        start = match.end()
+        limit = min(len(masked), start + MAX_ARGUMENTS_BYTES)
+        position = start
+        while position < limit:
+            char = masked[position]
+            if char in b"([{":
+                depth += 1
+            elif char in b")]}":
+                if depth == 0:
+                    arguments.append((start, position))
+                    yield Invocation(match.group(1).decode(), tuple(arguments))
+                    break
+                depth -= 1
+            elif char == 44 and depth == 0:  # ","
+                arguments.append((start, position))
+                start = position + 1
+            position += 1
 
 
 def _where(data: bytes, offset: int, line: int = 0) -> tuple[int, int, str]:

@@ -81,6 +81,8 @@ class ProjectFacts:
         self._envs = {True: self._make_env(True), False: self._make_env(False)}
         self._kinds: dict[tuple[str, int], str | None] = {}
         self._depth = 0
+        self._selectors: dict[str, tuple[frozenset[int], frozenset[int]] | None] = {}
+        self._regions: dict[str, list[tuple[int, int, str]]] = {}
         self.device_macros = self._device_macros()
         # name -> its definitions: (path, expression, the definition)
         self._constants: dict[str, list[tuple[str, str, Definition]]] = {}
@@ -208,12 +210,55 @@ class ProjectFacts:
 
     # -- where code sits ------------------------------------------------------------------
 
+    def _selector(self, name: str) -> tuple[frozenset[int], frozenset[int]] | None:
+        """For a function-like macro that keeps different arguments per platform
+        (`#define AMREX_HIP_OR_CUDA(a,b) a` for HIP, `b` for CUDA): the argument positions
+        only an AMD build keeps, and those only an NVIDIA build keeps."""
+        if name in self._selectors:
+            return self._selectors[name]
+        kept: dict[bool, set[int]] = {True: set(), False: set()}
+        for amd in (True, False):
+            env = self._envs[amd]
+            for path, definition in self._macro_defs.get(name, ()):
+                if not definition.function_like:
+                    continue
+                reached = [branch_condition_value(b, env) for b in self.files[path].enclosing(definition.offset)]
+                if 0 in reached:
+                    continue
+                head = re.match(r"\(([^)]*)\)\s*(.*)", definition.body, re.DOTALL)
+                if head is None:
+                    continue
+                parameters = [p.strip() for p in head.group(1).split(",")]
+                words = set(re.findall(r"\w+", head.group(2)))
+                kept[amd] |= {i for i, p in enumerate(parameters) if p in words}
+        amd_only, nvidia_only = frozenset(kept[True] - kept[False]), frozenset(kept[False] - kept[True])
+        result = (amd_only, nvidia_only) if amd_only or nvidia_only else None
+        self._selectors[name] = result
+        return result
+
+    def _argument_regions(self, ff: _FileFacts) -> list[tuple[int, int, str]]:
+        regions = self._regions.get(ff.path)
+        if regions is None:
+            regions = []
+            for invocation in ff.facts.invocations:
+                selector = self._selector(invocation.name)
+                if selector is None:
+                    continue
+                for i, (start, end) in enumerate(invocation.arguments):
+                    if i in selector[0]:
+                        regions.append((start, end, "amd"))
+                    elif i in selector[1]:
+                        regions.append((start, end, "nvidia"))
+            self._regions[ff.path] = regions
+        return regions
+
     def placement(self, path: str, offset: int) -> str | None:
         """'amd' inside an AMD path, 'nvidia' in NVIDIA-only code with an AMD alternative."""
         ff = self.files.get(path)
-        if ff is None or not ff.facts.branches:
+        if ff is None:
             return None
         kinds = {self._branch_kind(path, b) for b in ff.enclosing(offset)}
+        kinds |= {kind for start, end, kind in self._argument_regions(ff) if start <= offset < end}
         if "amd" in kinds:
             return "amd"
         if "nvidia" in kinds:

@@ -263,10 +263,11 @@ class Context:
 
     def device_macros_at(self, offset: int) -> tuple[str, ...]:
         """The macros that would make `offset` device code (empty: it is host code)."""
+        found: tuple[str, ...] = ()
         for start, end, macros in self.possible_device_ranges:
             if start <= offset < end:
-                return macros
-        return ()
+                found += macros  # a lambda's macro inside a function's: either will do
+        return found
 
     def in_code_that_may_be_device(self, offset: int) -> bool:
         return self.in_device(offset) or bool(self.device_macros_at(offset))
