@@ -79,6 +79,11 @@ CONSTANT_DECL = re.compile(
     rb"(?:(?:unsigned|signed|long|short|int|char|auto|size_t|u?int(?:8|16|32|64)_t|uint)\s+)+"
     rb"([A-Za-z_]\w*)\s*(?:=\s*|\{\s*)([^;{}\n]{1,200}?)\s*\}?\s*;"
 )
+# `static constexpr int warp_size() { return 32; }`: a function that is a constant.
+CONSTANT_FUNCTION = re.compile(
+    rb"\bconstexpr\s+(?:static\s+|inline\s+)*(?:[A-Za-z_][\w:]*\s+)+([A-Za-z_]\w*)\s*\(\s*(?:void)?\s*\)"
+    rb"\s*(?:const\s*)?(?:noexcept\s*)?\{\s*return\s+([^;{}]{1,100}?)\s*;\s*\}"
+)
 ENUM_CONSTANT = re.compile(rb"\benum\b[^{;]*\{([^{}]{1,2000})\}")
 
 
@@ -224,6 +229,16 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
     ] if b"const" in masked else []
     if b"enum" in masked:
         constants.extend(_enum_constants(data, masked))
+    if b"constexpr" in masked:
+        constants.extend(
+            ConstantDef(
+                m.group(1).decode(),
+                m.group(2).decode("utf-8", "replace").strip(),
+                m.start(1),
+                *_where(data, m.start(1)),
+            )
+            for m in CONSTANT_FUNCTION.finditer(masked)
+        )
     branches.sort(key=lambda b: b.start_byte)
     invocations = tuple(_platform_invocations(masked)) if b"(" in masked else ()
     return PreprocFacts(tuple(branches), tuple(macros), tuple(constants), invocations)
