@@ -131,9 +131,7 @@ def test_refusal_stays_one_line_when_the_names_hold_newlines(tmp_path):
 # -- 2. symlinks: never followed out of PATH; links inside PATH stay links ----------------
 
 
-def test_symlinks_leading_out_of_the_tree_are_skipped_with_a_reason_and_never_read(
-    tmp_path, repo
-):
+def test_symlinks_leading_out_of_the_tree_are_skipped_with_a_reason_and_never_read(tmp_path, repo):
     secrets = tmp_path / "secrets"
     secrets.mkdir()
     (secrets / "token.cu").write_bytes(KERNEL.replace(b"int main", b"int SECRET_MAIN"))
