@@ -44,6 +44,7 @@ inline void sync_all() { cudaDeviceSynchronize(); }
 def portcheck(*args: str | bytes | os.PathLike[str], cwd: Path = REPO, wrap: list[str] = ()):
     """Run the CLI in a fresh process; output kept as bytes (a terminal sees bytes)."""
     env = {**os.environ, "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": ""}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     return subprocess.run(
         [*wrap, sys.executable, "-m", "portcheck", *map(os.fsencode, args)],
         cwd=cwd,
