@@ -8,12 +8,13 @@ import os
 def display_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:
     """`path` as one printable line: bytes that are not UTF-8 shown as `\\xe9`, control and
     other non-printing characters escaped (`\\n`, `\\x1b`, `\\u202e`), so a file name can
-    neither break a line nor forge terminal escapes or CI annotations (`::error::`)."""
+    neither break a line nor forge terminal escapes or CI annotations (`::error::`).
+    A backslash is doubled, so two different names never print the same."""
     try:
         raw = os.fsencode(path)
     except UnicodeEncodeError:  # a str with surrogates no file system produced
-        raw = os.fspath(path).encode("utf-8", "backslashreplace")  # type: ignore[union-attr]
-    text = raw.decode("utf-8", "backslashreplace")
+        raw = os.fspath(path).encode("utf-8", "surrogatepass")  # type: ignore[union-attr]
+    text = raw.decode("utf-8", "surrogateescape").replace("\\", "\\\\")
     return "".join(char if char.isprintable() else _escape(char) for char in text)
 
 
@@ -22,6 +23,8 @@ def _escape(char: str) -> str:
     if char in named:
         return named[char]
     code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that is not UTF-8, kept by surrogateescape
+        return f"\\x{code - 0xDC00:02x}"
     if code < 0x100:
         return f"\\x{code:02x}"
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"

@@ -6,6 +6,7 @@ the exit code, the one line on stderr, the bytes and links written."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -233,8 +234,9 @@ def test_files_translation_leaves_alone_are_byte_identical(tmp_path, repo):
 
 def test_a_file_name_that_is_not_utf8_is_translated_under_the_same_name(tmp_path, repo):
     src = os.fsencode(repo / "src")
-    with open(os.path.join(src, b"k\xe9rnel.cu"), "wb") as fh:
-        fh.write(KERNEL)
+    for name in (b"k\xe9rnel.cu", b"k\\xe9rnel.cu"):
+        with open(os.path.join(src, name), "wb") as fh:
+            fh.write(KERNEL)
     out = tmp_path / "out"
 
     done = portcheck("translate", repo, "-o", out)
@@ -244,6 +246,12 @@ def test_a_file_name_that_is_not_utf8_is_translated_under_the_same_name(tmp_path
         assert b"hipMalloc(&d" in fh.read()
     assert b"src/k\\xe9rnel.cu: " in done.stdout
     assert b"\xe9" not in done.stdout + done.stderr
+    # A name that really is `k\xe9rnel.cu` (with a backslash) prints differently.
+    assert b"src/k\\\\xe9rnel.cu: " in done.stdout
+
+    as_json = portcheck("translate", repo, "-o", out, "--format", "json")
+    paths = {f["path"] for f in json.loads(as_json.stdout)["files"]}
+    assert os.fsdecode(b"src/k\xe9rnel.cu") in paths  # the real name, JSON-escaped
 
 
 def test_control_characters_in_names_are_printed_escaped(tmp_path, repo):
