@@ -32,7 +32,7 @@ from portcheck.paths import display_path
 from portcheck.ruleset import RuleSet, default_rules
 from portcheck.translate.builtin import Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
-from portcheck.translate.tree import TreeFile, TreeLink, open_input, walk
+from portcheck.translate.tree import TreeFile, TreeLink, open_input, read_source, walk
 
 __all__ = [
     "ENGINES",
@@ -338,7 +338,9 @@ def translate(
             if progress is not None:
                 progress(done, total, entry.relpath)
             done += 1
-            raw = read_candidate(entry.candidate)
+            raw = (
+                read_source(entry.candidate) if not single_file else read_candidate(entry.candidate)
+            )
             if isinstance(raw, Skipped):
                 report.skipped.append(raw)
                 skipped = True

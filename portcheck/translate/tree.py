@@ -20,14 +20,16 @@ from typing import BinaryIO
 
 from portcheck.discover import (
     ALWAYS_PRUNED,
+    BINARY_SNIFF_BYTES,
     MAX_FILE_BYTES,
     Candidate,
     _IgnoreRules,  # the scan's .gitignore reading, so both choose the same files
     classify_name,
+    looks_like_cuda,
 )
 from portcheck.model import Skipped
 
-__all__ = ["TreeFile", "TreeLink", "open_input", "walk"]
+__all__ = ["TreeFile", "TreeLink", "open_input", "read_source", "walk"]
 
 
 @dataclass(frozen=True)
@@ -143,3 +145,18 @@ def open_input(path: Path) -> BinaryIO:
         os.close(fd)
         raise OSError(errno.EINVAL, "not a regular file", str(path))
     return os.fdopen(fd, "rb")
+
+
+def read_source(candidate: Candidate) -> bytes | Skipped | None:
+    """A candidate's bytes, as the scan's `read_candidate` gives them (a Skipped with the
+    reason; None for a C/C++ file without CUDA), but never through a symlink."""
+    try:
+        with open_input(candidate.path) as fh:
+            data = fh.read()
+    except OSError as exc:
+        return Skipped(candidate.relpath, f"unreadable: {exc.strerror or exc}")
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        return Skipped(candidate.relpath, "binary file (contains NUL bytes)")
+    if candidate.needs_cuda_check and not looks_like_cuda(data):
+        return None
+    return data
