@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -42,7 +43,12 @@ inline void sync_all() { cudaDeviceSynchronize(); }
 """
 
 
-def portcheck(*args: str | bytes | os.PathLike[str], cwd: Path = REPO, wrap: list[str] = ()):
+def portcheck(
+    *args: str | bytes | os.PathLike[str],
+    cwd: Path = REPO,
+    wrap: Sequence[str] = (),
+    timeout: float = 120,
+):
     """Run the CLI in a fresh process; output kept as bytes (a terminal sees bytes)."""
     env = {**os.environ, "LC_ALL": "C.UTF-8", "PYTHONIOENCODING": ""}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
@@ -50,7 +56,7 @@ def portcheck(*args: str | bytes | os.PathLike[str], cwd: Path = REPO, wrap: lis
         [*wrap, sys.executable, "-m", "portcheck", *map(os.fsencode, args)],
         cwd=cwd,
         capture_output=True,
-        timeout=120,
+        timeout=timeout,
         env=env,
     )
 
@@ -186,6 +192,23 @@ def test_a_folder_alias_does_not_hide_the_real_folder(tmp_path, repo):
     assert os.readlink(out / "alias") == "src"
     assert "src/reduce.cu: " in done.stdout.decode()
     assert "alias/" not in done.stdout.decode() + done.stderr.decode()
+
+
+def test_pipes_and_link_loops_neither_hang_nor_stop_translation(tmp_path, repo):
+    os.mkfifo(repo / ".gitignore")  # opening it to read the patterns would block forever
+    os.mkfifo(repo / "src" / "stream.cu")
+    os.symlink("loop_b", repo / "loop_a")
+    os.symlink("loop_a", repo / "loop_b")
+    out = tmp_path / "out"
+
+    done = portcheck("translate", repo, "-o", out, timeout=30)
+
+    assert done.returncode == 0, done.stderr
+    assert b"hipMalloc(&d" in (out / "src" / "reduce.cu").read_bytes()
+    stderr = done.stderr.decode()
+    assert ".gitignore: skipped: not a regular file" in stderr
+    assert "src/stream.cu: skipped: not a regular file" in stderr
+    assert "loop_a: skipped: symlink loop" in stderr and "loop_b: skipped: symlink loop" in stderr
 
 
 # -- 3. every byte outside the rewritten spans is kept -----------------------------------

@@ -72,6 +72,14 @@ def _judge_link(root_real: str, reldir: str, path: str, relpath: str) -> TreeLin
     return TreeLink(relpath, os.path.relpath(target, os.path.join(root_real, reldir)))
 
 
+def _is_regular(path: str) -> bool:
+    """True for a regular file; False for a link (never followed), a pipe, or nothing."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def walk(root: Path, exclude: Sequence[str] = ()) -> Iterator[TreeFile | TreeLink | Skipped]:
     """Every file, link and skipped entry under `root`, depth first in sorted order
     (a folder's files before its subfolders). Files matching `exclude` are left out."""
@@ -84,7 +92,7 @@ def walk(root: Path, exclude: Sequence[str] = ()) -> Iterator[TreeFile | TreeLin
     while stack:
         reldir, ignored_folder = stack.pop()
         absdir = os.path.join(root, reldir) if reldir else str(root)
-        if not ignored_folder and not os.path.islink(os.path.join(absdir, ".gitignore")):
+        if not ignored_folder and _is_regular(os.path.join(absdir, ".gitignore")):
             reason = gitignore.load_dir(reldir, absdir)
             if reason:
                 yield Skipped(f"{reldir}/.gitignore" if reldir else ".gitignore", reason)
