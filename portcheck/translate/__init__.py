@@ -357,19 +357,25 @@ def translate(
                 continue
         if writer is not None and not single_file:
             # Plain C/C++, build files, data and docs are mirrored so the output builds.
-            try:
-                source_file = open_input(entry.path)
-            except OSError as exc:
-                if not skipped:
-                    report.skipped.append(
-                        Skipped(entry.relpath, f"unreadable: {exc.strerror or exc}")
-                    )
-                continue
-            with source_file:
-                mtime_ns = os.fstat(source_file.fileno()).st_mtime_ns
-                writer.copy(entry.relpath, source_file, entry.mode, mtime_ns)
-            report.copied += 1
+            unreadable = _mirror(writer, entry)
+            if unreadable is None:
+                report.copied += 1
+            elif not skipped:
+                report.skipped.append(unreadable)
     return report
+
+
+def _mirror(writer: _SafeWriter, entry: TreeFile) -> Skipped | None:
+    """Copy one file of the tree byte for byte (mode and mtime kept); a Skipped if it
+    cannot be read. A write error is a TranslateError: it stops the translation."""
+    try:
+        source_file = open_input(entry.path)
+    except OSError as exc:
+        return Skipped(entry.relpath, f"unreadable: {exc.strerror or exc}")
+    with source_file:
+        mtime_ns = os.fstat(source_file.fileno()).st_mtime_ns
+        writer.copy(entry.relpath, source_file, entry.mode, mtime_ns)
+    return None
 
 
 def _single_file(source: Path) -> Iterator[TreeFile | Skipped]:
