@@ -293,6 +293,7 @@ def translate_command(
     exclude: tuple[str, ...],
 ) -> None:
     """Translate CUDA under PATH to HIP: a file gives a file, a folder a mirrored folder."""
+    from portcheck.paths import display_path
     from portcheck.translate import TranslateError, translate
 
     try:
@@ -310,19 +311,24 @@ def translate_command(
         click.echo(json.dumps(report.to_dict(), indent=2))
     elif not diff_only:
         for result in report.files:
+            shown = display_path(result.path)
             if result.error:
-                click.echo(f"{result.path}: not translated: {result.error}", err=True)
+                click.echo(f"{shown}: not translated: {display_path(result.error)}", err=True)
                 continue
             what = f"{result.replacements} replacement(s), {result.markers} marker(s)" + (
                 ", added #include <hip/hip_runtime.h>" if result.injected_include else ""
             )
-            click.echo(f"{result.path}: {what if result.changed else 'unchanged'}")
+            click.echo(f"{shown}: {what if result.changed else 'unchanged'}")
+        for skipped in report.skipped:
+            click.echo(f"{display_path(skipped.path)}: skipped: {skipped.reason}", err=True)
         if compare is not None:
             _print_disagreements(report, engine, compare)
         changed = sum(1 for r in report.files if r.changed)
         click.echo(
             f"portcheck: {len(report.files)} source file(s) translated with {engine} "
-            f"({changed} changed), {report.copied} other file(s) copied -> {output}",
+            f"({changed} changed), {report.copied} other file(s) copied, "
+            f"{len(report.links)} link(s) kept, {len(report.skipped)} skipped "
+            f"-> {display_path(output or '')}",
             err=True,
         )
     if any(r.error for r in report.files):
@@ -330,10 +336,12 @@ def translate_command(
 
 
 def _print_disagreements(report: TranslationReport, engine: str, other: str) -> None:
+    from portcheck.paths import display_path
+
     differing = [r for r in report.files if r.disagreements]
     click.echo(f"{engine} and {other} disagree in {len(differing)} of {len(report.files)} file(s)")
     for result in differing:
-        click.echo(f"  {result.path}: {len(result.disagreements)} line(s)")
+        click.echo(f"  {display_path(result.path)}: {len(result.disagreements)} line(s)")
         for line, ours, theirs in result.disagreements[:5]:
             click.echo(f"    {line}: {engine}: {ours or '(nothing)'}")
             click.echo(f"    {' ' * len(str(line))}  {other}: {theirs or '(nothing)'}")

@@ -1,10 +1,12 @@
 """Translate CUDA sources to HIP into an output tree; the input is never modified.
 
-Owns: choosing what to translate (the scan's discovery), the engines (built-in span
+Owns: choosing what to translate (the walk in tree.py), the engines (built-in span
 edits, or hipify-perl / hipify-clang through a subprocess), and writing the output
 safely: every file goes through a temporary file and an atomic rename, only inside
-the output folder, never into the input tree and never through a symlink that leads
-out of the output folder.
+the output folder, never into (or around) the input tree and never through a symlink
+that leads out of the output folder. Symlinks inside the input are kept as links; those
+leading out of it are skipped, never read. A file system error ends translation with a
+TranslateError naming the path, never a traceback.
 """
 
 from __future__ import annotations
@@ -12,19 +14,25 @@ from __future__ import annotations
 import difflib
 import os
 import re
+import secrets
 import shutil
+import stat
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from portcheck.checks import resolve_ignores
 from portcheck.discover import Candidate, discover, read_candidate
 from portcheck.extract import Extractor
 from portcheck.model import Skipped
+from portcheck.paths import display_path
 from portcheck.ruleset import RuleSet, default_rules
 from portcheck.translate.builtin import Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
+from portcheck.translate.tree import TreeFile, TreeLink, open_input, read_source, walk
 
 __all__ = [
     "ENGINES",
@@ -90,6 +98,7 @@ class TranslationReport:
     files: list[FileResult] = field(default_factory=list)
     copied: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    links: list[TreeLink] = field(default_factory=list)  # kept as links in the output
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -99,6 +108,7 @@ class TranslationReport:
             "engine": self.engine,
             "files": [f.to_dict() for f in self.files],
             "copied": self.copied,
+            "links": [link.to_dict() for link in self.links],
             "skipped": [s.to_dict() for s in self.skipped],
         }
 
@@ -111,36 +121,110 @@ def _inside(path: Path, folder: Path) -> bool:
     return True
 
 
+@contextmanager
+def _os_errors(path: Path, *, name_from_error: bool = False) -> Iterator[None]:
+    """Turn a file system error (read-only, out of space, permission) into one message
+    naming `path` (or, with `name_from_error`, the path the failing call was given)."""
+    try:
+        yield
+    except OSError as exc:
+        if name_from_error and isinstance(exc.filename, (str, bytes)):
+            path = exc.filename  # type: ignore[assignment]
+        raise TranslateError(f"cannot write {display_path(path)}: {exc.strerror or exc}") from None
+
+
+def _temporary_prefix(destination: Path) -> str:
+    """`.name.` for the temporary file beside `destination`; cut short, so that a name
+    near the file system's 255-byte limit still leaves room for the random part."""
+    return f".{destination.name[:48]}."
+
+
 class _SafeWriter:
     """Writes files under one output folder, atomically, refusing to escape it."""
 
     def __init__(self, out_root: Path) -> None:
         self.root = out_root.resolve()
 
-    def destination(self, relpath: str) -> Path:
-        target = self.root / relpath
-        # Resolve the parent (it may be a symlink someone planted) and the file itself.
-        parent = target.parent
-        parent.mkdir(parents=True, exist_ok=True)
-        real_parent = parent.resolve()
-        if not _inside(real_parent, self.root):
-            raise TranslateError(f"refusing to write {relpath}: {parent} leads outside {self.root}")
-        if target.is_symlink():
-            raise TranslateError(f"refusing to write {relpath}: it is a symlink in the output")
-        return real_parent / target.name
+    def _folder(self, relpath: str) -> Path:
+        """The real folder that `relpath` goes in, made one level at a time, so that a
+        symlink planted in the output is checked before anything is made through it."""
+        folder = self.root
+        for part in PurePosixPath(relpath).parent.parts:
+            folder = folder / part
+            with _os_errors(folder):
+                try:
+                    mode = os.lstat(folder).st_mode
+                except FileNotFoundError:
+                    os.mkdir(folder)
+                    continue
+            if stat.S_ISLNK(mode):
+                real = folder.resolve()
+                if not _inside(real, self.root):
+                    raise TranslateError(
+                        f"refusing to write {display_path(relpath)}: {display_path(folder)} "
+                        f"leads outside {display_path(self.root)}"
+                    )
+                with _os_errors(folder):
+                    folder, mode = real, os.stat(real).st_mode
+            if not stat.S_ISDIR(mode):
+                raise TranslateError(
+                    f"cannot write {display_path(relpath)}: {display_path(folder)} is in the "
+                    "way (a file, not a folder)"
+                )
+        return folder
+
+    def destination(self, relpath: str, replace_link: bool = False) -> Path:
+        target = self._folder(relpath) / PurePosixPath(relpath).name
+        if target.is_symlink() and not replace_link:
+            raise TranslateError(
+                f"refusing to write {display_path(relpath)}: it is a symlink in the output"
+            )
+        return target
 
     def write(self, relpath: str, data: bytes, mode: int | None = None) -> Path:
+        return self._write_with(relpath, mode, lambda fh: fh.write(data))
+
+    def copy(self, relpath: str, source: BinaryIO, mode: int, mtime_ns: int) -> Path:
+        destination = self._write_with(relpath, mode, lambda fh: shutil.copyfileobj(source, fh))
+        with _os_errors(destination):
+            os.utime(destination, ns=(mtime_ns, mtime_ns))
+        return destination
+
+    def _write_with(
+        self, relpath: str, mode: int | None, fill: Callable[[BinaryIO], object]
+    ) -> Path:
         destination = self.destination(relpath)
-        fd, tmp = tempfile.mkstemp(prefix=f".{destination.name}.", dir=destination.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            if mode is not None:
-                os.chmod(tmp, mode & 0o777)
-            os.replace(tmp, destination)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with _os_errors(destination):
+            fd, tmp = tempfile.mkstemp(
+                prefix=_temporary_prefix(destination), dir=destination.parent
+            )
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fill(fh)
+                if mode is not None:
+                    os.chmod(tmp, mode & 0o777)
+                os.replace(tmp, destination)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        return destination
+
+    def link(self, relpath: str, target: str) -> Path:
+        """A symlink at `relpath` to `target`, replacing a link a previous run left."""
+        destination = self.destination(relpath, replace_link=True)
+        with _os_errors(destination):
+            while True:
+                tmp = destination.parent / (_temporary_prefix(destination) + secrets.token_hex(6))
+                try:
+                    os.symlink(target, tmp)
+                    break
+                except FileExistsError:
+                    continue
+            try:
+                os.replace(tmp, destination)
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
         return destination
 
 
@@ -149,24 +233,50 @@ def _unified_diff(relpath: str, before: bytes, after: bytes) -> str:
         difflib.unified_diff(
             before.decode("utf-8", "replace").splitlines(keepends=True),
             after.decode("utf-8", "replace").splitlines(keepends=True),
-            fromfile=f"a/{relpath}",
-            tofile=f"b/{relpath}",
+            fromfile=f"a/{display_path(relpath)}",
+            tofile=f"b/{display_path(relpath)}",
         )
     )
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
 def _check_paths(source: Path, out: Path | None) -> None:
-    if not source.exists():
-        raise TranslateError(f"path does not exist: {source}")
+    """Refuse, before anything is written, an output that overlaps the input: the same
+    file or folder (however spelled: `..`, symlinks, a hard link), one inside the other
+    in either direction, or a folder output for a file input."""
+    if not os.path.lexists(source):
+        raise TranslateError(f"path does not exist: {display_path(source)}")
     if out is None:
         return
     src, dst = source.resolve(), out.resolve()
-    if src == dst:
-        raise TranslateError("the output must not be the input: translation never modifies PATH")
-    if source.is_dir() and _inside(dst, src):
-        raise TranslateError(f"the output {out} is inside the input tree {source}; choose another")
-    if source.is_file() and dst.is_dir():
-        raise TranslateError(f"{out} is a directory; give a file name for a single-file input")
+    shown, path = display_path(out), display_path(source)
+    if dst == src or _same_file(out, source):
+        raise TranslateError(
+            f"the output {shown} must not be the input {path}: translation never modifies PATH"
+        )
+    if source.is_dir():
+        if _inside(dst, src):
+            raise TranslateError(
+                f"the output {shown} is inside the input tree {path}; choose another"
+            )
+        if _inside(src, dst):
+            raise TranslateError(
+                f"the input {path} is inside the output {shown}: translation never writes "
+                "into PATH; choose an output outside it"
+            )
+        if os.path.lexists(out) and not out.is_dir():
+            raise TranslateError(f"the output {shown} exists and is not a folder")
+        return
+    if _inside(dst, src):
+        raise TranslateError(f"the output {shown} would be inside the input file {path}")
+    if out.is_dir():
+        raise TranslateError(f"{shown} is a folder; give a file name for a single-file input")
 
 
 def translate(
@@ -203,52 +313,89 @@ def translate(
             )
     extractor = Extractor(rules if rules is not None else default_rules(), resolve_ignores(()))
     report = TranslationReport(str(source), str(out_path or ""), engine)
-    single_file = source.is_file()
+    single_file = not source.is_dir()
     writer = None
     if out_path is not None and not diff_only:
-        if single_file:
-            out_path.parent.mkdir(parents=True, exist_ok=True)
-            writer = _SafeWriter(out_path.parent)
-        else:
-            out_path.mkdir(parents=True, exist_ok=True)
-            writer = _SafeWriter(out_path)
+        root = out_path.parent if single_file else out_path
+        with _os_errors(root, name_from_error=True):  # the folder that could not be made
+            root.mkdir(parents=True, exist_ok=True)
+        writer = _SafeWriter(root)
 
-    candidates: list[Candidate] = []
-    for item in discover(source, exclude):
-        if isinstance(item, Skipped):
-            report.skipped.append(item)
-        else:
-            candidates.append(item)
-    translated_paths: set[str] = set()
-    for done, candidate in enumerate(candidates):
-        if progress is not None:
-            progress(done, len(candidates), candidate.relpath)
-        raw = read_candidate(candidate)
-        if isinstance(raw, Skipped):
-            report.skipped.append(raw)
+    entries = list(_single_file(source) if single_file else walk(source, exclude))
+    total = sum(1 for e in entries if isinstance(e, TreeFile) and e.candidate is not None)
+    done = 0
+    for entry in entries:
+        if isinstance(entry, Skipped):
+            report.skipped.append(entry)
             continue
-        if raw is None or not candidate.language.is_source:
-            continue  # plain C/C++ and build files are copied below
-        relpath = out_path.name if single_file and out_path is not None else candidate.relpath
-        result = _translate_one(extractor, candidate, raw, engine)
-        if compare is not None:
-            other = _translate_one(extractor, candidate, raw, compare)
-            result.compared_with = compare
-            result.disagreements = disagreements(result.text, other.text)
-        if diff_only:
-            result.diff = _unified_diff(candidate.relpath, raw, result.text)
-        elif writer is not None:
-            # A file the engine could not translate is still mirrored, unchanged: nothing is lost.
-            mode = candidate.path.stat().st_mode
-            result.output = str(
-                writer.write(relpath, result.text if not result.error else raw, mode)
+        if isinstance(entry, TreeLink):
+            if writer is not None:
+                writer.link(entry.relpath, entry.target)
+            report.links.append(entry)
+            continue
+        skipped = False
+        if entry.candidate is not None:
+            if progress is not None:
+                progress(done, total, entry.relpath)
+            done += 1
+            raw = (
+                read_source(entry.candidate) if not single_file else read_candidate(entry.candidate)
             )
-        report.files.append(result)
-        translated_paths.add(candidate.relpath)
-
-    if writer is not None and not single_file:
-        report.copied = _copy_rest(source, writer, translated_paths, exclude)
+            if isinstance(raw, Skipped):
+                report.skipped.append(raw)
+                skipped = True
+            elif raw is not None:
+                written_as = out_path.name if single_file and out_path else entry.relpath
+                result = _translate_file(extractor, entry.candidate, raw, engine, compare)
+                if diff_only:
+                    result.diff = _unified_diff(entry.relpath, raw, result.text)
+                elif writer is not None:
+                    # A file the engine could not translate is still mirrored, unchanged.
+                    text = result.text if not result.error else raw
+                    result.output = str(writer.write(written_as, text, entry.mode))
+                report.files.append(result)
+                continue
+        if writer is not None and not single_file:
+            # Plain C/C++, build files, data and docs are mirrored so the output builds.
+            unreadable = _mirror(writer, entry)
+            if unreadable is None:
+                report.copied += 1
+            elif not skipped:
+                report.skipped.append(unreadable)
     return report
+
+
+def _mirror(writer: _SafeWriter, entry: TreeFile) -> Skipped | None:
+    """Copy one file of the tree byte for byte (mode and mtime kept); a Skipped if it
+    cannot be read. A write error is a TranslateError: it stops the translation."""
+    try:
+        source_file = open_input(entry.path)
+    except OSError as exc:
+        return Skipped(entry.relpath, f"unreadable: {exc.strerror or exc}")
+    with source_file:
+        mtime_ns = os.fstat(source_file.fileno()).st_mtime_ns
+        writer.copy(entry.relpath, source_file, entry.mode, mtime_ns)
+    return None
+
+
+def _single_file(source: Path) -> Iterator[TreeFile | Skipped]:
+    """The file PATH names (followed if it is a link: the user named it)."""
+    for item in discover(source):
+        if isinstance(item, Skipped):
+            yield item
+        else:
+            yield TreeFile(item.path, item.relpath, item.path.stat().st_mode, item)
+
+
+def _translate_file(
+    extractor: Extractor, candidate: Candidate, raw: bytes, engine: str, compare: str | None
+) -> FileResult:
+    result = _translate_one(extractor, candidate, raw, engine)
+    if compare is not None:
+        other = _translate_one(extractor, candidate, raw, compare)
+        result.compared_with = compare
+        result.disagreements = disagreements(result.text, other.text)
+    return result
 
 
 MARKER_COMMENT = re.compile(rb"\s*/\* portcheck: [^*]*\*/")
@@ -284,8 +431,9 @@ def _translate_one(
     extractor: Extractor, candidate: Candidate, raw: bytes, engine: str
 ) -> FileResult:
     if engine == "builtin":
+        # The extractor hashes and prints the name: give it one that is always valid text.
         translation: Translation = translate_source(
-            extractor, candidate.relpath, candidate.language, raw
+            extractor, display_path(candidate.relpath), candidate.language, raw
         )
         result = FileResult(
             path=candidate.relpath,
@@ -304,31 +452,3 @@ def _translate_one(
     except EngineError as exc:
         return FileResult(candidate.relpath, "", engine, False, error=str(exc))
     return FileResult(candidate.relpath, "", engine, changed=text != raw, text=text)
-
-
-def _copy_rest(source: Path, writer: _SafeWriter, done: set[str], exclude: Sequence[str]) -> int:
-    """Mirror every other file of the tree (data, docs, build files) so the output builds."""
-    import pathspec
-
-    excluded = pathspec.GitIgnoreSpec.from_lines(exclude) if exclude else None
-    copied = 0
-    for folder, dirnames, filenames in os.walk(source):
-        dirnames[:] = sorted(d for d in dirnames if d not in {".git", ".hg", ".svn"})
-        for name in sorted(filenames):
-            absolute = Path(folder) / name
-            relpath = absolute.relative_to(source).as_posix()
-            if relpath in done or (excluded is not None and excluded.match_file(relpath)):
-                continue
-            if absolute.is_symlink() or not absolute.is_file():
-                continue  # links are not followed out of the input tree
-            destination = writer.destination(relpath)
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", dir=destination.parent)
-            os.close(fd)
-            try:
-                shutil.copy2(absolute, tmp)
-                os.replace(tmp, destination)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
-            copied += 1
-    return copied

@@ -189,7 +189,7 @@ def _marker_inserts(data: bytes, findings: list[Finding]) -> list[tuple[int, int
             continue  # translated before: keep it idempotent
         label = "; ".join(dict.fromkeys(f"{f.id} {f.slug}" for f in line_findings))
         comment = f" /* {MARKER} {label}: see {line_findings[0].help_url} */"
-        position = end
+        position = end - 1 if existing.endswith(b"\r") else end  # CRLF stays together
         stripped = existing.rstrip()
         if stripped.endswith(b"\\"):  # inside a macro: stay before the continuation
             position = line_start + len(stripped) - 1
@@ -238,12 +238,51 @@ def _runtime_include_needed(text: bytes, scan: FileScan) -> bool:
     return first_hip is not None and first_hip.start() < runtime.start()
 
 
+def _source_offsets(data: bytes, encoding: str, offsets: set[int]) -> dict[int, int]:
+    """Map offsets in the UTF-8 text the parser read to offsets in the file's own bytes.
+
+    The file was read either as UTF-8 (the same bytes) or with a one-byte-per-character
+    code page (cp1252, latin-1): there, an offset is the number of characters before it.
+    Every edit starts and ends between characters (tokens, line ends)."""
+    if encoding in ("utf-8", "utf-8-sig"):
+        return {offset: offset for offset in offsets}
+    mapping, characters, previous = {}, 0, 0
+    for offset in sorted(offsets):
+        characters += len(data[previous:offset].decode("utf-8"))
+        mapping[offset] = characters
+        previous = offset
+    return mapping
+
+
+def _line_ending(text: bytes) -> bytes:
+    """The file's own line ending (that of its first line): CRLF or LF."""
+    first = text.find(b"\n")
+    return b"\r\n" if first > 0 and text[first - 1 : first] == b"\r" else b"\n"
+
+
+def _inject_runtime_include(text: bytes) -> tuple[bytes, int]:
+    """`text` with `#include <hip/hip_runtime.h>` added, and the 1-based line it is on."""
+    eol = _line_ending(text)
+    include = f"#include <{HIP_RUNTIME_HEADER}>".encode()
+    position = _include_position(text)
+    if position == len(text) and text and not text.endswith(b"\n"):
+        # Only comments, without a final newline: the include goes on a new last line,
+        # and the file still ends without one.
+        return text + eol + include, text.count(b"\n") + 2
+    line = text.count(b"\n", 0, position) + 1
+    return text[:position] + include + eol + text[position:], line
+
+
 def translate_source(
     extractor: Extractor, path: str, language: Language, raw: bytes, add_markers: bool = True
 ) -> Translation:
-    """Translate one file's bytes to HIP."""
+    """Translate one file's bytes to HIP.
+
+    Only the rewritten spans change: the encoding (a latin-1 file stays latin-1), a UTF-8
+    byte-order mark, CRLF line endings and a missing final newline are all kept."""
     scan = extractor.scan_file(path, language, raw)
     from portcheck.parse import decode_source
+    from portcheck.parse.text import UTF8_BOM
 
     data, encoding = decode_source(raw)
     edits = [e for e in (_edit_for(use, data) for use in scan.uses) if e is not None]
@@ -251,22 +290,25 @@ def translate_source(
     edits += _duplicate_includes(scan.uses, edits, data)
     markers = _marker_inserts(data, scan.findings) if add_markers else []
     result = Translation(
-        path, data, replacements, len(markers), encoding=encoding, findings=scan.findings
+        path, raw, replacements, len(markers), encoding=encoding, findings=scan.findings
     )
+    bom = UTF8_BOM if raw.startswith(UTF8_BOM) else b""
+    body = raw[len(bom) :]  # the bytes `data` was decoded from
     pieces = sorted(edits + markers, key=lambda e: (e[0], e[1]))
+    offsets = _source_offsets(data, encoding, {o for s, e, _ in pieces for o in (s, e)})
+    codec = "utf-8" if encoding.startswith("utf-8") else encoding
     output = bytearray()
-    cursor = 0
+    cursor = 0  # in `data`; body[offsets[cursor]:] is still to be copied
     for start, end, replacement in pieces:
         if start < cursor:
             continue  # overlapping edits cannot happen with disjoint use spans; be safe
-        output += data[cursor:start] + replacement.encode()
+        output += body[offsets.get(cursor, 0) : offsets[start]] + replacement.encode(codec)
         cursor = end
-    output += data[cursor:]
+    output += body[offsets.get(cursor, 0) :]
     text = bytes(output)
     if _runtime_include_needed(text, scan):
-        position = _include_position(text)
-        text = text[:position] + f"#include <{HIP_RUNTIME_HEADER}>\n".encode() + text[position:]
+        text, line = _inject_runtime_include(text)
         result.injected_include = True
-        result.inserted_lines.append(text.count(b"\n", 0, position) + 1)
-    result.text = text
+        result.inserted_lines.append(line)
+    result.text = bom + text
     return result

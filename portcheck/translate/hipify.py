@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from portcheck.model import ENGINES
+from portcheck.paths import display_path
 
 __all__ = ["ENGINES", "EngineError", "find_tool", "run_hipify"]
 TIMEOUT_SECONDS = 300
@@ -64,16 +65,18 @@ def run_hipify(engine: str, source: Path, timeout: float = TIMEOUT_SECONDS) -> b
         try:
             done = subprocess.run(command, capture_output=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
-            raise EngineError(f"{engine} took longer than {timeout:.0f} s on {source}") from None
+            shown = display_path(source)
+            raise EngineError(f"{engine} took longer than {timeout:.0f} s on {shown}") from None
         except OSError as exc:
             raise EngineError(f"cannot run {tool}: {exc.strerror or exc}") from None
         if done.returncode != 0:
             message = done.stderr.decode(errors="replace").strip().splitlines()
             detail = message[-1] if message else f"exit code {done.returncode}"
-            raise EngineError(f"{engine} failed on {source}: {detail}")
+            # Both may hold anything (a file name, the tool's output): one printable line.
+            raise EngineError(f"{engine} failed on {display_path(source)}: {display_path(detail)}")
         if output_file is not None:
             try:
                 return output_file.read_bytes()
             except OSError:
-                raise EngineError(f"{engine} wrote no output for {source}") from None
+                raise EngineError(f"{engine} wrote no output for {display_path(source)}") from None
         return done.stdout
