@@ -15,7 +15,16 @@ This script owns the whole rule-building pipeline and nothing else:
     Driver and Math APIs, the release changelogs (APIs added after the diff pages were
     generated) and the inline-PTX instruction table;
   - optionally SCALE's published library wrappers (spectral-compute/scale-library-wrappers),
-    which show which cuBLAS/cuRAND/cuSPARSE/cuSOLVER entry points SCALE declares.
+    which show which cuBLAS/cuRAND/cuSPARSE/cuSOLVER entry points SCALE declares;
+  - optionally HIP's own headers (tools/hip_headers.py), read at ROCm release tags rather
+    than HEAD: ROCm/clr ``hipamd/include/hip/amd_detail/`` (ROCm 5.6 on), ROCm/hipamd
+    ``include/hip/amd_detail/`` (before 5.6) and ROCm/HIP ``include/hip/``. They say what HIP
+    *provides*, where HIPIFY's tables say what hipify *translates*: a device name the newest
+    release declares (under HIPIFY's HIP spelling, CUDA's own, or the one HIPIFY's src maps
+    give) is HIP-supported with that header as source, whatever HIPIFY's table says; the
+    first release declaring it is its ``hip_added`` (none when the oldest release read, 5.0,
+    has it). A name that vanished from the headers is left to the other sources (ROCm 6.0
+    moved device math into the compiler's headers, so a removal cannot be told from a move).
 * **Combining** them with curated facts kept beside this script in tools/:
   - ``seed_names.txt``: a curated subset of names, emitted instead of everything with
     ``--seed-only`` (handy for a quick, reviewable build);
@@ -34,22 +43,30 @@ headers plus the curated entries): the full knowledge base.
 Usage::
 
     python tools/build_rules.py --hipify DIR --zluda DIR --scale-docs DIR --out rules/ \
-        [--scale-wrappers DIR] [--seed-only]
+        [--scale-wrappers DIR] [--hip-clr DIR] [--hip-hipamd DIR] [--hip-public DIR] \
+        [--seed-only]
 
-Each DIR is a git repository (bare is fine) read at HEAD; the commit of every repository
-read ends up in the `sources` of the family files. Without ``--scale-wrappers``, SCALE's
+Each DIR is a git repository (bare is fine) read at HEAD, except the --hip-* ones, read at
+their ``rocm-X.Y.Z`` tags; the commit of every repository (and every tag) read ends up in
+the header and the `sources` of the family files. Without ``--scale-wrappers``, SCALE's
 per-function verdicts for cuBLAS/cuRAND/cuSPARSE/cuSOLVER fall back to the family defaults
 in target_facts.yaml (mostly `unknown`).
 
 The committed rules/ were generated with exactly this command, from the repository root,
 with the upstream repositories mirrored as bare clones under /work/.mirror/<owner>+<name>/repo
 (ROCm/HIPIFY 014177bc2e43, vosen/ZLUDA 8a7931be87d7, spectral-compute/scale-docs
-f20700f5f55e, spectral-compute/scale-library-wrappers df393c4d3fc8)::
+f20700f5f55e, spectral-compute/scale-library-wrappers df393c4d3fc8; HIP headers at
+rocm-5.0.0 to rocm-5.5.0 from ROCm/hipamd, rocm-5.6.0 to rocm-6.2.2 from ROCm/clr, all with
+ROCm/HIP: the first tag of each minor release plus the newest, 12 in all, each tag's commit
+listed in the files' ``from:`` line. These clr/HIP snapshots (HEAD f9f995c6d0ae, c5e11fcac824)
+end at rocm-6.2.2; ROCm 6.3 and later are not in them)::
 
     M=/work/.mirror
     python tools/build_rules.py --hipify $M/ROCm+HIPIFY/repo --zluda $M/vosen+ZLUDA/repo \
         --scale-docs $M/spectral-compute+scale-docs/repo \
-        --scale-wrappers $M/spectral-compute+scale-library-wrappers/repo --out rules
+        --scale-wrappers $M/spectral-compute+scale-library-wrappers/repo \
+        --hip-clr $M/ROCm+clr/repo --hip-hipamd $M/ROCm+hipamd/repo \
+        --hip-public $M/ROCm+HIP/repo --out rules
 
 Only the standard library and PyYAML are used.
 """
