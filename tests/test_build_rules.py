@@ -238,6 +238,8 @@ def test_fp8_with_only_the_fnuz_variant_is_partial(built):
     assert fp8.hip == "__hip_fp8_e4m3_fnuz"
     assert fp8.status.hip is Status.PARTIAL
     assert "FNUZ" in fp8.notes
+    storage = rules.lookup("__nv_fp8_storage_t")  # an integer typedef: no encoding to differ
+    assert storage.hip == "__hip_fp8_storage_t" and storage.status.hip is Status.SUPPORTED
 
 
 def test_names_in_if0_comments_or_gone_from_the_newest_release_decide_nothing(built):

@@ -940,11 +940,13 @@ class RuleBuilder:
         return all(re.search(r"bf16|bfloat16", w.path) for w in wheres)
 
     def _fp8_fnuz_only(self, name: str) -> bool:
-        """An fp8 name, in a newest release whose fp8 types are all FNUZ (ROCm 6.2)."""
+        """An fp8 name, in a newest release whose fp8 types are all FNUZ (ROCm 6.2). The
+        storage typedefs are plain integers, the same whatever the encoding."""
         assert self.headers is not None
         newest = self.headers.releases[-1].declared
         return (
             re.search(r"fp8|e4m3|e5m2", name, re.I) is not None
+            and not name.endswith("storage_t")
             and "__hip_fp8_e4m3_fnuz" in newest
             and "__hip_fp8_e4m3" not in newest
         )
