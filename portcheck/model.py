@@ -282,6 +282,9 @@ class ApiRule:
     deprecated: str | None = None
     removed: str | None = None
     notes: str | None = None
+    hip_added: str | None = None  # ROCm releases, read from HIP's headers at release tags
+    hip_deprecated: str | None = None
+    hip_removed: str | None = None
 
     def to_dict(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -292,7 +295,15 @@ class ApiRule:
             "status": self.status.to_dict(),
             "source": dict(self.source),
         }
-        for key in ("since", "deprecated", "removed", "notes"):
+        for key in (
+            "since",
+            "deprecated",
+            "removed",
+            "notes",
+            "hip_added",
+            "hip_deprecated",
+            "hip_removed",
+        ):
             value = getattr(self, key)
             if value:
                 data[key] = value

@@ -25,11 +25,14 @@ from portcheck.resources import cache_dir, data_dir, write_bytes_atomically
 
 SCHEMA = "portcheck.rules/1"
 # Bump when validation or the cached form changes, so old caches are not reused.
-LOADER_VERSION = "2"
+LOADER_VERSION = "3"
 KINDS = frozenset({"function", "type", "enum", "macro", "namespace", "header", "variable"})
 FILE_KEYS = frozenset({"schema", "family", "title", "sources", "entries"})
 ENTRY_REQUIRED = frozenset({"cuda", "kind", "hip", "status", "source"})
-ENTRY_OPTIONAL = frozenset({"since", "deprecated", "removed", "notes"})
+# since/deprecated/removed: CUDA versions; hip_*: ROCm releases, from HIP's own headers
+ENTRY_OPTIONAL = frozenset(
+    {"since", "deprecated", "removed", "notes", "hip_added", "hip_deprecated", "hip_removed"}
+)
 SOURCE_KEYS = frozenset({"project", "ref", "path", "url", "note"})
 INFERRED_PREFIX = "inferred:"
 
@@ -137,6 +140,8 @@ def _describe_source(source_id: str, sources: Mapping[str, Mapping[str, str]]) -
     text = f"{src['project']}@{ref[:12]}" if ref else src["project"]
     if src.get("path"):
         text += f" {src['path']}"
+    if src.get("note"):
+        text += f" ({src['note']})"
     return text
 
 
@@ -221,6 +226,9 @@ def _parse_entry(
         deprecated=optional("deprecated"),
         removed=optional("removed"),
         notes=optional("notes"),
+        hip_added=optional("hip_added"),
+        hip_deprecated=optional("hip_deprecated"),
+        hip_removed=optional("hip_removed"),
     )
 
 
@@ -263,7 +271,15 @@ def _rule_files(folder: Traversable | Path) -> Iterable[Traversable | Path]:
 
 
 _STATUS_BY_VALUE = {status.value: status for status in Status}
-_OPTIONAL = ("since", "deprecated", "removed", "notes")
+_OPTIONAL = (
+    "since",
+    "deprecated",
+    "removed",
+    "notes",
+    "hip_added",
+    "hip_deprecated",
+    "hip_removed",
+)
 
 # A rule as the cache stores it: family, kind, hip, the three statuses, the three
 # sources, then the optional fields (see _row).

@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "build_rules"
 SCRIPT = ROOT / "tools" / "build_rules.py"
 REPOS = ("hipify", "zluda", "scale-docs", "scale-wrappers")
+# Read at release tags: each subdirectory (rocm-X.Y.Z) becomes one tagged commit.
+TAGGED_REPOS = ("hip-clr", "hip-public")
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -42,15 +44,38 @@ def _make_repo(source: Path, target: Path) -> str:
     return _git(target, "rev-parse", "HEAD")
 
 
+def _make_tagged_repo(source: Path, target: Path) -> dict[str, str]:
+    """One commit per release directory, oldest first, each tagged with its name."""
+    target.mkdir()
+    _git(target, "init", "-q")
+    shas = {}
+    releases = sorted(
+        (d for d in source.iterdir() if d.is_dir()),
+        key=lambda d: tuple(int(n) for n in d.name.removeprefix("rocm-").split(".")),
+    )
+    for release in releases:
+        for old in target.iterdir():
+            if old.name != ".git":
+                shutil.rmtree(old)
+        shutil.copytree(release, target, dirs_exist_ok=True)
+        _git(target, "add", "-A")
+        _git(target, "commit", "-q", "--allow-empty", "-m", release.name)
+        _git(target, "tag", release.name)
+        shas[release.name] = _git(target, "rev-parse", "HEAD")
+    return shas
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     tmp = tmp_path_factory.mktemp("build_rules")
-    shas = {name: _make_repo(FIXTURES / name, tmp / name) for name in REPOS}
+    shas: dict = {name: _make_repo(FIXTURES / name, tmp / name) for name in REPOS}
+    for name in TAGGED_REPOS:
+        shas[name] = _make_tagged_repo(FIXTURES / name, tmp / name)
     out = tmp / "rules"
     cmd = [sys.executable, str(SCRIPT), "--seed-only", "--seeds", str(FIXTURES / "seeds.txt")]
-    for name in REPOS:
+    for name in REPOS + TAGGED_REPOS:
         cmd += [f"--{name}", str(tmp / name)]
     cmd += ["--out", str(out)]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -87,8 +112,11 @@ def test_header_records_the_regeneration_command_and_commits(built):
     head = (out / "runtime.yaml").read_text().splitlines()[:3]
     assert head[1].startswith("# Regenerate: python tools/build_rules.py --hipify <ROCm/HIPIFY>")
     assert "--seed-only" in head[1]
-    for sha in shas.values():
-        assert sha in head[2]
+    assert "--hip-clr <ROCm/clr>" in head[1]
+    for name in REPOS:
+        assert shas[name] in head[2]
+    for tag, sha in shas["hip-clr"].items():
+        assert f"{tag} (ROCm/clr@{sha[:12]}" in head[2]
 
 
 def test_runtime_entries(built):
@@ -163,3 +191,122 @@ def test_header_entry(built):
     assert header.hip == "hip/hip_runtime.h"
     assert shas["hipify"][:12] in header.source["hip"]
     assert shas["scale-docs"][:12] in header.source["scale"]
+
+
+# ---------------------------------------------------------------- HIP's own headers
+
+
+def test_a_name_hip_declares_under_cudas_spelling_is_supported_whatever_hipify_says(built):
+    _out, shas, rules = built
+    half2 = rules.lookup("make_half2")  # HIPIFY's table: no HIP equivalent
+    assert half2.hip == "make_half2"
+    assert half2.status.hip is Status.SUPPORTED
+    newest = shas["hip-clr"]["rocm-6.2.0"]
+    assert half2.source["hip"] == (
+        f"ROCm/clr@{newest[:12]} hipamd/include/hip/amd_detail/amd_hip_fp16.h (rocm-6.2.0)"
+    )
+    assert half2.hip_added is None  # already in the oldest release read
+    assert "the headers win" in half2.notes
+
+
+def test_hipifys_map_spelling_is_looked_up_and_a_later_release_dates_it(built):
+    _out, _shas, rules = built
+    pair = rules.lookup("__nv_bfloat162")  # table: no HIP name; src map: __hip_bfloat162
+    assert pair.hip == "__hip_bfloat162"
+    assert pair.status.hip is Status.SUPPORTED
+    assert pair.hip_added == "6.2.0"
+    assert "amd_hip_bf16.h (rocm-6.2.0)" in pair.source["hip"]
+
+
+def test_macro_generated_declarations_count(built):
+    _out, _shas, rules = built
+    make = rules.lookup("make_fixture4")
+    assert make.hip == "make_fixture4" and make.status.hip is Status.SUPPORTED
+    assert "amd_hip_vector_types.h" in make.source["hip"]
+
+
+def test_a_half_intrinsic_declared_only_for_bfloat16_is_partial(built):
+    _out, _shas, rules = built
+    hmax2 = rules.lookup("__hmax2")
+    assert hmax2.status.hip is Status.PARTIAL
+    assert "__half overload" in hmax2.notes and hmax2.hip_added == "6.2.0"
+
+
+def test_fp8_with_only_the_fnuz_variant_is_partial(built):
+    _out, _shas, rules = built
+    fp8 = rules.lookup("__nv_fp8_e4m3")
+    assert fp8.hip == "__hip_fp8_e4m3_fnuz"
+    assert fp8.status.hip is Status.PARTIAL
+    assert "FNUZ" in fp8.notes
+    storage = rules.lookup("__nv_fp8_storage_t")  # an integer typedef: no encoding to differ
+    assert storage.hip == "__hip_fp8_storage_t" and storage.status.hip is Status.SUPPORTED
+
+
+def test_names_in_if0_comments_or_gone_from_the_newest_release_decide_nothing(built):
+    _out, _shas, rules = built
+    for name in ("__hidden_in_if0", "__commented_out", "__gone_fn"):
+        rule = rules.lookup(name)
+        assert rule.status.hip is Status.UNSUPPORTED, name
+        assert "hipify_device" not in rule.source["hip"]  # described, not the id
+        assert "CUDA_Device_API_supported_by_HIP.md" in rule.source["hip"], name
+        assert rule.hip_added is None and rule.hip_removed is None
+    popc = rules.lookup("__popc")  # HIPIFY maps it; the fixture headers do not declare it
+    assert "CUDA_Device_API_supported_by_HIP.md" in popc.source["hip"]
+
+
+def _lexer():
+    sys.path.insert(0, str(ROOT / "tools"))
+    import hip_headers
+
+    return hip_headers
+
+
+def _declared(text: str) -> dict:
+    hip_headers = _lexer()
+    pre = hip_headers.preprocess(text)
+    macros = {k: v for k, v in pre.macros.items() if v.params is not None}
+    return hip_headers.declared_names(pre, macros)
+
+
+def test_lexer_reads_namespace_scope_declarations_only():
+    found = _declared(
+        """
+        #define HD __host__ __device__
+        #define GONE 1
+        #undef GONE
+        #if 0
+        HD int dead_fn(int);
+        #elif defined(X)
+        HD int elif_fn(int);
+        #else
+        HD int else_fn(int);
+        #endif
+        #if defined(__HIP__)
+        struct S {
+        #else
+        struct S : Base {
+        #endif
+            int member_fn(int) const;
+        };
+        typedef struct __attribute__((aligned(4))) { int a; } raw_t;
+        using alias_t = S;
+        enum E { kOne, kTwo = 2 };
+        enum class Scoped { kHidden };
+        extern "C" { __device__ float __ocml_fn(float); }
+        DEPRECATED("use other") HD int old_fn(int);
+        HD int deleted_fn(int) = delete;
+        HD inline int body_fn(int x) { int local = helper(x); return local; }
+        int after_body;
+        """
+    )
+    assert {"HD", "S", "raw_t", "alias_t", "E", "kOne", "kTwo", "__ocml_fn", "old_fn"} <= set(found)
+    assert {"elif_fn", "else_fn", "body_fn", "after_body"} <= set(found)
+    for absent in ("dead_fn", "GONE", "member_fn", "kHidden", "deleted_fn", "local", "helper"):
+        assert absent not in found, absent
+    assert found["old_fn"].deprecated and not found["body_fn"].deprecated
+
+
+def test_releases_are_the_first_of_each_minor_and_the_newest():
+    hip_headers = _lexer()
+    tags = {"rocm-4.5.0", "rocm-5.0.0", "rocm-5.0.2", "rocm-6.2.0", "rocm-6.2.2", "rocm-test"}
+    assert hip_headers.select_releases(tags) == ["rocm-5.0.0", "rocm-6.2.0", "rocm-6.2.2"]

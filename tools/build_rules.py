@@ -15,7 +15,16 @@ This script owns the whole rule-building pipeline and nothing else:
     Driver and Math APIs, the release changelogs (APIs added after the diff pages were
     generated) and the inline-PTX instruction table;
   - optionally SCALE's published library wrappers (spectral-compute/scale-library-wrappers),
-    which show which cuBLAS/cuRAND/cuSPARSE/cuSOLVER entry points SCALE declares.
+    which show which cuBLAS/cuRAND/cuSPARSE/cuSOLVER entry points SCALE declares;
+  - optionally HIP's own headers (tools/hip_headers.py), read at ROCm release tags rather
+    than HEAD: ROCm/clr ``hipamd/include/hip/amd_detail/`` (ROCm 5.6 on), ROCm/hipamd
+    ``include/hip/amd_detail/`` (before 5.6) and ROCm/HIP ``include/hip/``. They say what HIP
+    *provides*, where HIPIFY's tables say what hipify *translates*: a device name the newest
+    release declares (under HIPIFY's HIP spelling, CUDA's own, or the one HIPIFY's src maps
+    give) is HIP-supported with that header as source, whatever HIPIFY's table says; the
+    first release declaring it is its ``hip_added`` (none when the oldest release read, 5.0,
+    has it). A name that vanished from the headers is left to the other sources (ROCm 6.0
+    moved device math into the compiler's headers, so a removal cannot be told from a move).
 * **Combining** them with curated facts kept beside this script in tools/:
   - ``seed_names.txt``: a curated subset of names, emitted instead of everything with
     ``--seed-only`` (handy for a quick, reviewable build);
@@ -34,22 +43,30 @@ headers plus the curated entries): the full knowledge base.
 Usage::
 
     python tools/build_rules.py --hipify DIR --zluda DIR --scale-docs DIR --out rules/ \
-        [--scale-wrappers DIR] [--seed-only]
+        [--scale-wrappers DIR] [--hip-clr DIR] [--hip-hipamd DIR] [--hip-public DIR] \
+        [--seed-only]
 
-Each DIR is a git repository (bare is fine) read at HEAD; the commit of every repository
-read ends up in the `sources` of the family files. Without ``--scale-wrappers``, SCALE's
+Each DIR is a git repository (bare is fine) read at HEAD, except the --hip-* ones, read at
+their ``rocm-X.Y.Z`` tags; the commit of every repository (and every tag) read ends up in
+the header and the `sources` of the family files. Without ``--scale-wrappers``, SCALE's
 per-function verdicts for cuBLAS/cuRAND/cuSPARSE/cuSOLVER fall back to the family defaults
 in target_facts.yaml (mostly `unknown`).
 
 The committed rules/ were generated with exactly this command, from the repository root,
 with the upstream repositories mirrored as bare clones under /work/.mirror/<owner>+<name>/repo
 (ROCm/HIPIFY 014177bc2e43, vosen/ZLUDA 8a7931be87d7, spectral-compute/scale-docs
-f20700f5f55e, spectral-compute/scale-library-wrappers df393c4d3fc8)::
+f20700f5f55e, spectral-compute/scale-library-wrappers df393c4d3fc8; HIP headers at
+rocm-5.0.0 to rocm-5.5.0 from ROCm/hipamd, rocm-5.6.0 to rocm-6.2.2 from ROCm/clr, all with
+ROCm/HIP: the first tag of each minor release plus the newest, 12 in all, each tag's commit
+listed in the files' ``from:`` line. These clr/HIP snapshots (HEAD f9f995c6d0ae, c5e11fcac824)
+end at rocm-6.2.2; ROCm 6.3 and later are not in them)::
 
     M=/work/.mirror
     python tools/build_rules.py --hipify $M/ROCm+HIPIFY/repo --zluda $M/vosen+ZLUDA/repo \
         --scale-docs $M/spectral-compute+scale-docs/repo \
-        --scale-wrappers $M/spectral-compute+scale-library-wrappers/repo --out rules
+        --scale-wrappers $M/spectral-compute+scale-library-wrappers/repo \
+        --hip-clr $M/ROCm+clr/repo --hip-hipamd $M/ROCm+hipamd/repo \
+        --hip-public $M/ROCm+HIP/repo --out rules
 
 Only the standard library and PyYAML are used.
 """
@@ -67,10 +84,16 @@ from typing import Any
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from hip_headers import HipHeaders, History, TaggedRepo, load_hip_headers
+
 SCHEMA = "portcheck.rules/1"
 TOOLS_DIR = Path(__file__).resolve().parent
 TARGETS = ("hip", "zluda", "scale")
 STATUSES = ("supported", "partial", "unsupported", "unknown")
+
+# Families whose HIP verdicts HIP's own device headers decide when they declare the name.
+HEADER_FAMILIES = ("device",)
 
 FAMILY_TITLES = {
     "runtime": "CUDA Runtime API",
@@ -214,6 +237,9 @@ class HipifyData:
     kinds: dict[str, str]  # CUDA name -> kind, from src/CUDA2HIP_*.cpp
     hipdnn_names: dict[str, str]  # cuDNN name -> hipDNN name (HIPIFY's default target)
     includes: dict[str, tuple[str, str]]  # CUDA header -> (HIP header, ROC header)
+    # CUDA name -> the HIP spelling HIPIFY's src maps give it, also for entries the maps
+    # flag UNSUPPORTED (the tables then show no HIP name): __nv_bfloat162 -> __hip_bfloat162
+    map_spellings: dict[str, str] = field(default_factory=dict)
 
     def find(self, family: str, name: str) -> HipifyRow | None:
         """The row for `name`, preferring the tables of its family; names HIPIFY files
@@ -274,11 +300,12 @@ _HIPIFY_MAP_ENTRY = re.compile(
 )
 
 
-def parse_hipify_maps(repo: GitRepo) -> tuple[dict[str, str], dict[str, str]]:
-    """Kinds from the conversion type of each src/CUDA2HIP_*.cpp entry, plus the
-    cuDNN->hipDNN names (HIPIFY's default cuDNN target)."""
+def parse_hipify_maps(repo: GitRepo) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Kinds from the conversion type of each src/CUDA2HIP_*.cpp entry, the
+    cuDNN->hipDNN names (HIPIFY's default cuDNN target) and every entry's HIP spelling."""
     kinds: dict[str, str] = {}
     hipdnn: dict[str, str] = {}
+    spellings: dict[str, str] = {}
     for path in repo.files():
         if not re.fullmatch(
             r"src/CUDA2HIP_\w+_API_(functions|types)\.cpp|src/CUDA2HIP_Device_\w+\.cpp", path
@@ -289,9 +316,11 @@ def parse_hipify_maps(repo: GitRepo) -> tuple[dict[str, str], dict[str, str]]:
             name, hip, _roc, conv, api = match.groups()
             kind = HIPIFY_KIND_BY_CONV.get(conv, "function" if functions_file else "type")
             kinds.setdefault(name, kind)
+            if hip:
+                spellings.setdefault(name, hip)
             if api == "API_DNN" and hip:
                 hipdnn.setdefault(name, hip)
-    return kinds, hipdnn
+    return kinds, hipdnn, spellings
 
 
 HIPIFY_INCLUDE_MAP = "src/CUDA2HIP.cpp"
@@ -310,9 +339,16 @@ def load_hipify(repo: GitRepo) -> HipifyData:
         )
         for table, file in HIPIFY_TABLES.items()
     }
-    kinds, hipdnn = parse_hipify_maps(repo)
+    kinds, hipdnn, spellings = parse_hipify_maps(repo)
     includes = parse_hipify_includes(repo.show(HIPIFY_INCLUDE_MAP))
-    return HipifyData(repo=repo, rows=rows, kinds=kinds, hipdnn_names=hipdnn, includes=includes)
+    return HipifyData(
+        repo=repo,
+        rows=rows,
+        kinds=kinds,
+        hipdnn_names=hipdnn,
+        includes=includes,
+        map_spellings=spellings,
+    )
 
 
 # --------------------------------------------------------------------------- ZLUDA
@@ -683,6 +719,9 @@ class Entry:
     since: str | None = None
     deprecated: str | None = None
     removed: str | None = None
+    hip_added: str | None = None
+    hip_deprecated: str | None = None
+    hip_removed: str | None = None
     notes: list[str] = field(default_factory=list)
 
 
@@ -710,10 +749,13 @@ class RuleBuilder:
         scale: ScaleData,
         manual: dict[str, Any],
         facts: dict[str, Any],
+        headers: HipHeaders | None = None,
     ):
         self.hipify = hipify
         self.zluda = zluda
         self.scale = scale
+        self.headers = headers if headers is not None and headers.releases else None
+        self.header_conflicts: list[str] = []
         self.manual_sources: dict[str, dict[str, str]] = manual.get("sources", {})
         self.manual_entries = {e["cuda"]: e for e in manual.get("entries", [])}
         self.facts = facts
@@ -780,6 +822,9 @@ class RuleBuilder:
             if manual.get(key):
                 setattr(entry, key, str(manual[key]))
         entry.hip, entry.verdicts["hip"] = self.resolve_hip(family, name, row, manual, override)
+        if family in HEADER_FAMILIES and self.headers is not None:
+            curated = bool(manual.get("hip") or override.get("hip"))
+            self.apply_hip_headers(entry, row, curated)
         entry.verdicts["zluda"] = self.resolve_zluda(family, name, kind, manual)
         entry.verdicts["scale"] = self.resolve_scale(family, name, kind, manual)
         for body in (manual, override):
@@ -852,6 +897,143 @@ class RuleBuilder:
             hip_name = manual.get("hip_name", name if default.get("same_name") else None)
             return hip_name, self._curated_verdict(default, family)
         return None, Verdict("unknown", "inferred: not found in HIPIFY's CUDA->HIP tables")
+
+    # ---- HIP's own headers
+
+    def _header_spellings(
+        self, name: str, row: HipifyRow | None, hip: str | None, curated: bool
+    ) -> list[tuple[str, bool]]:
+        """(spelling, FNUZ-only?) pairs to look for in HIP's headers, best first: the HIP
+        name the table gives, CUDA's own spelling, the spelling HIPIFY's src maps give
+        (also for entries they flag UNSUPPORTED); for fp8 names, the _fnuz variant."""
+        if curated:
+            return [(hip or name, False)]
+        exact: list[str] = []
+        for spelling in (row.hip if row else None, name, self.hipify.map_spellings.get(name)):
+            if spelling and spelling not in exact:
+                exact.append(spelling)
+        pairs = [(s, False) for s in exact]
+        for spelling in exact:
+            if re.search(r"fp8|e4m3|e5m2", spelling, re.I):
+                suffix = "_FNUZ" if spelling.isupper() else "_fnuz"
+                pairs.append((spelling + suffix, True))
+        return pairs
+
+    def _header_source(self, family: str, where: Any) -> str:
+        stem = where.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        source_id = f"hip_headers_{where.tag.removeprefix('rocm-')}_{stem}"
+        body = {
+            "project": where.project,
+            "ref": where.commit,
+            "path": where.path,
+            "note": where.tag,
+        }
+        return self._src(family, source_id, body)
+
+    @staticmethod
+    def _bf16_only(spelling: str, wheres: list[Any]) -> bool:
+        """True for a half-precision intrinsic (__hmax2, h2sin) that HIP declares only in
+        its bfloat16 header: CUDA declares these names for __half (cuda_fp16.h) and for
+        __nv_bfloat16 (cuda_bf16.h), so HIP lacks the __half overload."""
+        if re.search(r"bf16|bfloat16", spelling, re.I) or not spelling.startswith(("__h", "h")):
+            return False
+        return all(re.search(r"bf16|bfloat16", w.path) for w in wheres)
+
+    def _fp8_fnuz_only(self, name: str) -> bool:
+        """An fp8 name, in a newest release whose fp8 types are all FNUZ (ROCm 6.2). The
+        storage typedefs are plain integers, the same whatever the encoding."""
+        assert self.headers is not None
+        newest = self.headers.releases[-1].declared
+        return (
+            re.search(r"fp8|e4m3|e5m2", name, re.I) is not None
+            and not name.endswith("storage_t")
+            and "__hip_fp8_e4m3_fnuz" in newest
+            and "__hip_fp8_e4m3" not in newest
+        )
+
+    @staticmethod
+    def _primary(spelling: str, wheres: list[Any]) -> Any:
+        """The declaration to cite: a bf16 header only for a bf16 name."""
+        if re.search(r"bf16|bfloat16", spelling, re.I):
+            return wheres[0]
+        return next((w for w in wheres if not re.search(r"bf16|bfloat16", w.path)), wheres[0])
+
+    def apply_hip_headers(self, entry: Entry, row: HipifyRow | None, curated: bool) -> None:
+        """Let HIP's headers decide the HIP verdict of a device name: a spelling declared in
+        the newest release read is supported (the headers win over HIPIFY's table), and the
+        releases date its addition. Curated verdicts stand (they record semantic
+        differences); they only get the dates."""
+        assert self.headers is not None
+        chosen: tuple[str, bool, History] | None = None
+        for spelling, fnuz in self._header_spellings(entry.cuda, row, entry.hip, curated):
+            history = self.headers.history(spelling)
+            if history is None:
+                continue
+            if history.newest:
+                chosen = (spelling, fnuz, history)
+                break
+            chosen = chosen or (spelling, fnuz, history)
+        if chosen is None:
+            return
+        spelling, fnuz, history = chosen
+        verdict = entry.verdicts["hip"]
+        newest_tag = self.headers.releases[-1].tag
+        if not history.newest:
+            # Gone from HIP's own headers is not gone from HIP: ROCm 6.0 dropped the device
+            # math of amd_math_functions.h, long compiled out under clang's HIP wrapper
+            # headers (which declare it). Without those headers a removal cannot be told
+            # from a move, so a vanished name is left to the other sources.
+            return
+        entry.hip_added = history.added
+        entry.hip_deprecated = history.deprecated
+        if curated:
+            if verdict.status in ("unsupported", "unknown"):
+                self.header_conflicts.append(
+                    f"{entry.cuda}: curated HIP verdict {verdict.status}, but {spelling} is "
+                    f"declared in {history.newest[0].path} at {newest_tag}"
+                )
+            return
+        where = self._primary(spelling, history.newest)
+        notes = []
+        status = "supported"
+        if fnuz:
+            status = "partial"
+            notes.append(
+                f"HIP declares only {spelling}, the FNUZ fp8 encoding of gfx94x (other "
+                "exponent bias, no negative zero or infinity), not the OCP encoding "
+                "CUDA's type uses"
+            )
+        elif self._fp8_fnuz_only(entry.cuda):
+            status = "partial"
+            notes.append(
+                f"HIP's fp8 header at {where.tag} has only the FNUZ fp8 encodings of gfx94x "
+                "(no __hip_fp8_e4m3), while CUDA's fp8 is the OCP encoding"
+            )
+        elif self._bf16_only(spelling, history.newest):
+            status = "partial"
+            notes.append(
+                f"HIP declares {spelling} only in {where.path.rsplit('/', 1)[-1]}, for "
+                "__hip_bfloat16 operands; the __half overload of cuda_fp16.h is missing"
+            )
+        if row is not None and spelling == row.hip and row.hip_versions.get("E"):
+            status = "partial"
+            notes.append(f"HIP equivalent is experimental (since {row.hip_versions['E']})")
+        if row is not None and spelling == row.hip and row.hip_versions.get("D"):
+            notes.append(f"HIP equivalent deprecated in {row.hip_versions['D']}")
+        hipify_says = None
+        if row is None or row.hip is None:
+            hipify_says = "it has no HIP equivalent"
+        elif row.hip_versions.get("R"):
+            hipify_says = f"it was removed from HIP in {row.hip_versions['R']}"
+        if hipify_says:
+            notes.append(
+                f"HIPIFY's table says {hipify_says}, but HIP's headers at {where.tag} declare "
+                f"{spelling}; the headers win"
+            )
+        entry.hip = spelling
+        entry.verdicts["hip"] = Verdict(
+            status, self._header_source(entry.family, where), "; ".join(notes) or None
+        )
 
     def _hip_header(self, family: str, name: str) -> tuple[str | None, Verdict]:
         hip, roc = self.hipify.includes[name]
@@ -1189,7 +1371,7 @@ def entry_document(entry: Entry) -> dict[str, Any]:
         "status": FlowMap((t, entry.verdicts[t].status) for t in TARGETS),
         "source": _compact((t, entry.verdicts[t].source) for t in TARGETS),
     }
-    for key in ("since", "deprecated", "removed"):
+    for key in ("since", "deprecated", "removed", "hip_added", "hip_deprecated", "hip_removed"):
         value = getattr(entry, key)
         if value:
             doc[key] = str(value)
@@ -1208,7 +1390,7 @@ def regeneration_command(args: argparse.Namespace) -> str:
     """The command line that rebuilds the rule set, with each repository named by its
     project (a clone of it) rather than by this machine's path."""
     parts = ["python tools/build_rules.py"]
-    for option, project in REPOSITORY_OPTIONS:
+    for option, project in REPOSITORY_OPTIONS + HEADER_OPTIONS:
         if getattr(args, option.replace("-", "_")) is not None:
             parts.append(f"--{option} <{project}>")
     parts.append("--out rules")
@@ -1297,6 +1479,13 @@ REPOSITORY_OPTIONS = (
     ("scale-docs", "spectral-compute/scale-docs"),
     ("scale-wrappers", "spectral-compute/scale-library-wrappers"),
 )
+# The repositories holding HIP's headers, read at ROCm release tags rather than at HEAD
+# (clr first: from ROCm 5.6 it holds the amd_detail headers hipamd held before).
+HEADER_OPTIONS = (
+    ("hip-clr", "ROCm/clr"),
+    ("hip-hipamd", "ROCm/hipamd"),
+    ("hip-public", "ROCm/HIP"),
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1309,6 +1498,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--scale-wrappers", help="bare git repo of spectral-compute/scale-library-wrappers"
     )
+    for option, project in HEADER_OPTIONS:
+        parser.add_argument(
+            f"--{option}", help=f"git repo of {project}, read at its rocm-* release tags"
+        )
     parser.add_argument("--out", required=True, help="output directory (rules/)")
     parser.add_argument("--seeds", default=str(TOOLS_DIR / "seed_names.txt"))
     parser.add_argument(
@@ -1332,8 +1525,16 @@ def main(argv: list[str] | None = None) -> int:
     if "scale-wrappers" in repos:
         wrappers = load_scale_wrappers(repos["scale-wrappers"], facts.get("libraries", {}))
     scale = load_scale(repos["scale-docs"], wrappers)
+    header_repos = [
+        TaggedRepo(getattr(args, option.replace("-", "_")), project)
+        for option, project in HEADER_OPTIONS
+        if getattr(args, option.replace("-", "_")) is not None
+    ]
+    headers = load_hip_headers(header_repos) if header_repos else None
     command = regeneration_command(args)
     inputs = ", ".join(f"{repo.project}@{repo.ref}" for repo in repos.values())
+    if headers is not None:
+        inputs += "; " + headers.describe()
 
     seeds = read_seed_names(Path(args.seeds))
     pairs = seeds if args.seed_only else all_names(hipify, manual)
@@ -1341,9 +1542,11 @@ def main(argv: list[str] | None = None) -> int:
         # Curated names that no table lists (warp intrinsics such as __activemask) stay in.
         known = {name for _, name in pairs}
         pairs += [(family, name) for family, name in seeds if name not in known]
-    builder = RuleBuilder(hipify, zluda, scale, manual, facts)
+    builder = RuleBuilder(hipify, zluda, scale, manual, facts, headers)
     entries = [builder.build(family, name) for family, name in pairs]
     validate(entries)
+    for conflict in builder.header_conflicts:
+        print(f"warning: {conflict}", file=sys.stderr)
 
     out_dir = Path(args.out)
     out_dir.mkdir(parents=True, exist_ok=True)
