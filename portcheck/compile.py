@@ -584,15 +584,21 @@ class CompileInputs:
         return BuildFlags(std, tuple(defines), ())
 
 
-def _databases(inputs: CompileInputs, base: Path, report: CompileReport) -> dict[Path, BuildFlags]:
+def _databases(
+    inputs: CompileInputs, base: Path, report: CompileReport, *, search: bool = True
+) -> dict[Path, BuildFlags]:
+    """The compile databases' flags; `search` False looks only in `base` itself (a single
+    file's folder may be someone's home directory)."""
     if inputs.build_dir is not None:
         chosen = Path(inputs.build_dir)
         path = chosen / "compile_commands.json" if chosen.is_dir() else chosen
         if not path.is_file():
             raise CompileError(f"-p {chosen}: there is no compile_commands.json in it")
         paths = [path]
-    else:
+    elif search:
         paths = find_compile_databases(base)
+    else:
+        paths = [p for p in [base / "compile_commands.json"] if p.is_file()]
     merged: dict[Path, BuildFlags] = {}
     for path in paths:
         try:
@@ -1240,7 +1246,7 @@ def compile_tree(
         raise CompileError(f"path does not exist: {root}")
     base = root if root.is_dir() else root.parent
     report = CompileReport(toolchain, [])
-    databases = _databases(inputs, base, report)
+    databases = _databases(inputs, base, report, search=root.is_dir())
     with tempfile.TemporaryDirectory(prefix="portcheck-compile-") as scratch:
         out = Path(scratch)
         units, findings_by_path, names = _translate_tree(root, out, engine, exclude, report)
