@@ -1,16 +1,19 @@
 """Command line: parse options, call the library, print. Exit codes (the contract):
-0 success, 1 `--fail-under` not met, 2 usage error or missing path."""
+0 success, 1 `--fail-under` not met, 2 usage error or missing path; `compile`: 0 all
+built, 1 something failed, 2 usage error, 3 no hipcc; 130 when interrupted."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import signal
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
 # runs: start-up time is paid on every scan, and a CI job scans on every commit.
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_USAGE, EXIT_NO_TOOLCHAIN = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+DEFAULT_COMPILE_TIMEOUT = 300.0  # seconds per unit and target (portcheck.compile's default)
 PROGRESS_MIN_FILES = 20
 
 
@@ -85,6 +90,50 @@ def _progress_bar() -> tuple[ProgressCallback | None, Callable[[], None]]:
         progress.update(state["task"], completed=done, description=current[-50:])
 
     return update, progress.stop
+
+
+def _compile_input_options(command: Callable) -> Callable:
+    """The options that say how units are built, shared by `compile` and `scan --compile`."""
+    options = [
+        click.option(
+            "-p",
+            "--build-dir",
+            type=click.Path(exists=True, path_type=Path),
+            help="A build folder (or the file) with compile_commands.json: each unit gets its "
+            "-std/-D/-I from it. Default: one found under PATH.",
+        ),
+        click.option(
+            "--std",
+            metavar="STD",
+            help="C++ standard for units the compile database does not list (default: c++17).",
+        ),
+        click.option(
+            "-D",
+            "--define",
+            "defines",
+            multiple=True,
+            metavar="NAME[=VALUE]",
+            help="Macro for units the compile database does not list (repeatable).",
+        ),
+        click.option(
+            "-I",
+            "--include",
+            multiple=True,
+            metavar="DIR",
+            help="Extra include folder (repeatable).",
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(0, min_open=True),
+            default=DEFAULT_COMPILE_TIMEOUT,
+            show_default=True,
+            metavar="SECONDS",
+            help="Stop a unit's hipcc (and its children) after this long; not cached.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -149,6 +198,7 @@ def main() -> None:
     metavar="GLOB",
     help="Skip paths matching this gitignore-style glob (repeatable).",
 )
+@_compile_input_options
 def scan_command(
     path: Path,
     fmt: str,
@@ -162,8 +212,10 @@ def scan_command(
     offload_arch: str | None,
     ignore: tuple[str, ...],
     exclude: tuple[str, ...],
+    **compile_inputs: Any,
 ) -> None:
-    """Scan PATH (a CUDA file or a source tree) and report its portability."""
+    """Scan PATH (a CUDA file or a source tree) and report its portability.
+    With --compile, exit 1 also when a unit fails to compile for a reason in the code."""
     try:
         chosen = parse_targets(targets)
     except ScanError as exc:
@@ -187,9 +239,12 @@ def scan_command(
     stop_progress()
     if do_compile != bool(offload_arch):
         raise click.UsageError("--compile and --offload-arch go together")
+    compiled = None
     if do_compile:
         assert offload_arch is not None
-        compiled = _run_compile(path, offload_arch, (), None, exclude)
+        compiled = _run_compile(
+            path, offload_arch, exclude, jobs=jobs, cache=not no_cache, **compile_inputs
+        )
         report = dataclasses.replace(
             report,
             compile_results=tuple(compiled.results),
@@ -225,6 +280,16 @@ def scan_command(
         if failing:
             listed = ", ".join(f"{t} {s}" for t, s in failing.items())
             click.echo(f"portcheck: readiness below {fail_under}: {listed}", err=True)
+            sys.exit(EXIT_FAIL_UNDER)
+    if compiled is not None:
+        # A missing library, an old ROCm or a target the toolchain lacks is not the code's fault.
+        broken = [r for r in compiled.results if r.code_failure]
+        if broken:
+            click.echo(
+                f"portcheck: {len(broken)} translation unit build(s) failed for a reason in "
+                f"the code (first: {broken[0].path} [{broken[0].arch}], {broken[0].failure_class})",
+                err=True,
+            )
             sys.exit(EXIT_FAIL_UNDER)
 
 
@@ -347,33 +412,77 @@ def _print_disagreements(report: TranslationReport, engine: str, other: str) -> 
             click.echo(f"    {' ' * len(str(line))}  {other}: {theirs or '(nothing)'}")
 
 
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While compiling, SIGTERM unwinds like Ctrl-C, so that the running hipcc process
+    groups are killed on the way out instead of being orphaned."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _run_compile(
     path: Path,
     offload_arch: str,
-    include: tuple[str, ...],
-    jobs: int | None,
     exclude: tuple[str, ...],
+    *,
+    jobs: int | None = None,
+    cache: bool = True,
     engine: str = "builtin",
+    build_dir: Path | None = None,
+    std: str | None = None,
+    defines: tuple[str, ...] = (),
+    include: tuple[str, ...] = (),
+    timeout: float = DEFAULT_COMPILE_TIMEOUT,
 ) -> CompileReport:
-    from portcheck.compile import CompileError, compile_tree
+    from portcheck.compile import CompileError, NoToolchainError, available_cpus, compile_tree
 
+    cpus = available_cpus()
+    if jobs is not None and jobs > cpus:
+        click.echo(
+            f"portcheck: warning: -j {jobs} is more than the {cpus} CPU(s); using {cpus}", err=True
+        )
+        jobs = cpus
     progress, stop_progress = _progress_bar()
     try:
-        return compile_tree(
-            path,
-            offload_arch,
-            include_dirs=include,
-            jobs=jobs,
-            exclude=exclude,
-            engine=engine,
-            progress=progress,
-        )
+        with _sigterm_as_interrupt():
+            report = compile_tree(
+                path,
+                offload_arch,
+                include_dirs=include,
+                std=std,
+                defines=defines,
+                build_dir=build_dir,
+                jobs=jobs,
+                timeout=timeout,
+                cache=cache,
+                exclude=exclude,
+                engine=engine,
+                progress=progress,
+            )
     except CompileError as exc:
         stop_progress()
         click.echo(f"Error: {exc}", err=True)
-        sys.exit(EXIT_NO_TOOLCHAIN if "not found" in str(exc) else EXIT_USAGE)
+        sys.exit(EXIT_NO_TOOLCHAIN if isinstance(exc, NoToolchainError) else EXIT_USAGE)
+    except KeyboardInterrupt:
+        stop_progress()
+        click.echo("portcheck: interrupted; hipcc stopped, nothing half-built was cached", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     finally:
         stop_progress()
+    for warning in report.warnings:
+        click.echo(f"portcheck: warning: {warning}", err=True)
+    return report
 
 
 @main.command("compile")
@@ -393,8 +502,11 @@ def _run_compile(
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the result to FILE.",
 )
-@click.option("-I", "--include", multiple=True, metavar="DIR", help="Extra include folder.")
-@click.option("-j", "--jobs", type=click.IntRange(1), help="Parallel hipcc runs (default: cores).")
+@_compile_input_options
+@click.option(
+    "-j", "--jobs", type=click.IntRange(1), help="Parallel hipcc runs (default and most: CPUs)."
+)
+@click.option("--no-cache", is_flag=True, help="Do not read or write the compile cache.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB.")
 @click.option(
     "--engine",
@@ -408,16 +520,34 @@ def compile_command(
     offload_arch: str,
     fmt: str,
     output: Path | None,
+    build_dir: Path | None,
+    std: str | None,
+    defines: tuple[str, ...],
     include: tuple[str, ...],
+    timeout: float,
     jobs: int | None,
+    no_cache: bool,
     exclude: tuple[str, ...],
     engine: str,
 ) -> None:
     """Translate the CUDA under PATH and compile each unit with hipcc for each target.
-    Exit 0 when everything builds, 1 when something fails, 3 when hipcc is missing."""
+    Exit 0 when everything builds, 1 when something fails, 2 for a usage error, 3 when
+    hipcc is missing, 130 when interrupted."""
     from portcheck.report.compile import render_compile
 
-    report = _run_compile(path, offload_arch, include, jobs, exclude, engine)
+    report = _run_compile(
+        path,
+        offload_arch,
+        exclude,
+        jobs=jobs,
+        cache=not no_cache,
+        engine=engine,
+        build_dir=build_dir,
+        std=std,
+        defines=defines,
+        include=include,
+        timeout=timeout,
+    )
     text = (
         (json.dumps(report.to_dict(), indent=2) + "\n") if fmt == "json" else render_compile(report)
     )

@@ -1,12 +1,16 @@
 """Compile translated HIP for real AMD targets with hipcc, and explain each failure.
 
-Owns: finding hipcc (a newer ROCm under $ROCM_PATH first, then /opt/rocm, then
-PATH) and which gfx targets its device libraries support; compiling each translation
-unit for each target in parallel with a timeout; a cache keyed by content, flags and
-toolchain so an unchanged re-run is instant; parsing clang's diagnostics, mapping each
-back to the original CUDA line through the translation's line map; and sorting each
-failure into a class a user can act on (untranslated CUDA, a missing ROCm library,
-a genuine port problem tied to a hazard finding, or other).
+Owns: finding hipcc ($PORTCHECK_HIPCC, then a newer ROCm under $ROCM_PATH, then
+/opt/rocm, then PATH) and which gfx targets its device libraries support; the flags each
+unit is built with (a compile_commands.json, else the command line, else -std=c++17);
+which sources are units (a source another file #includes is not); compiling each unit for
+each target in parallel, each hipcc in a process group of its own that a timeout or an
+interrupt kills whole; a JSON cache keyed by the compiler, flags, environment and content,
+whose entries list every header the compiler read (its -MD output) and are re-checked on
+lookup; parsing clang's diagnostics, mapping each back to the original CUDA line through
+the translation's line map; and sorting each failure into a class a user can act on
+(untranslated CUDA, a missing ROCm library, an API newer than the installed ROCm, a
+genuine port problem tied to a hazard finding, or other).
 """
 
 from __future__ import annotations
@@ -17,11 +21,14 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -29,14 +36,69 @@ from pathlib import Path
 from portcheck.discover import discover, read_candidate
 from portcheck.extract import CUDA_HEADER_SHAPE, Extractor
 from portcheck.model import Finding, Skipped
-from portcheck.resources import cache_dir, write_bytes_atomically
-from portcheck.ruleset import default_rules
+from portcheck.resources import cache_dir, data_dir, write_bytes_atomically
+from portcheck.ruleset import default_rules, load_yaml
 from portcheck.translate.builtin import Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
 
 SCHEMA = "portcheck.compile/1"
-CACHE_VERSION = "compile-2"  # bump when diagnostics mapping or classification changes
-TIMEOUT_SECONDS = 300
+# Bump when the cache entry's layout, diagnostics mapping or classification changes.
+CACHE_FORMAT = "portcheck.compile-cache/3"
+TIMEOUT_SECONDS = 300.0  # per unit and target; a big unit builds in well under a minute
+KILL_GRACE_SECONDS = 2.0  # SIGTERM first (clang removes its temporaries), then SIGKILL
+DEFAULT_STD = "c++17"  # nvcc's default dialect since CUDA 11 with GCC >= 11; hipcc's is C++14
+HIPCC_VARIABLE = "PORTCHECK_HIPCC"  # an explicit hipcc, tried before any other
+# Environment that changes what hipcc produces (besides every HIPCC_* / HIP_CLANG_* one).
+RESULT_ENVIRONMENT = (
+    "HIP_PLATFORM",
+    "HIP_PATH",
+    "ROCM_PATH",
+    "HIP_CLANG_PATH",
+    "HIP_DEVICE_LIB_PATH",
+    "DEVICE_LIB_PATH",
+    "HIP_ROCCLR_HOME",
+    "HIP_RUNTIME",
+    "HIP_COMPILER",
+    "HIP_LIB_PATH",
+    "HIP_INCLUDE_PATH",
+    "HSA_PATH",
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+    "CCC_OVERRIDE_OPTIONS",
+)
+RESULT_ENVIRONMENT_PREFIXES = ("HIPCC_", "HIP_CLANG_")
+# Failures that say nothing about the code: the toolchain or the machine lacks something.
+# `scan --compile` fails the run only for the other classes.
+ENVIRONMENT_CLASSES = frozenset(
+    {"missing-library", "missing-dependency", "unsupported-target", "rocm-version", "timeout"}
+)
+COMPILED_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
+INCLUDE_DIRECTIVE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
+STD_VALUE = re.compile(r"(?:c|gnu)\+\+(?:\d\d|[0-2][xyzabc])")
+DEFINE_VALUE = re.compile(r"[A-Za-z_]\w*(?:\([\w\s,.]*\))?(?:=.*)?", re.DOTALL)
+# nvcc spellings of the flags kept from a compile database -> the clang spelling.
+KEPT_OPTIONS = {
+    "-D": "-D",
+    "--define-macro": "-D",
+    "-U": "-U",
+    "--undefine-macro": "-U",
+    "-I": "-I",
+    "--include-path": "-I",
+    "-isystem": "-isystem",
+    "--system-include": "-isystem",
+    "-include": "-include",
+    "--pre-include": "-include",
+    "-std": "-std",
+    "--std": "-std",
+}
+# CUDA's half-precision switches have HIP twins that hip_fp16.h honours.
+CUDA_MACROS_TO_HIP = {
+    "__CUDA_NO_HALF_OPERATORS__": "__HIP_NO_HALF_OPERATORS__",
+    "__CUDA_NO_HALF_CONVERSIONS__": "__HIP_NO_HALF_CONVERSIONS__",
+}
+# A folder of the CUDA toolkit (outside the project): its headers must not shadow HIP's.
+CUDA_TOOLKIT_FOLDER = re.compile(r"^(?:cuda(?:-[\d.]+)?|nvidia|nvhpc|cccl)$", re.IGNORECASE)
 DIAGNOSTIC = re.compile(
     r"^(?P<file>[^\n:]+):(?P<line>\d+):(?P<column>\d+): "
     r"(?P<severity>fatal error|error|warning|note): (?P<message>.*)$",
@@ -94,7 +156,15 @@ HAZARD_HINTS = {
 
 
 class CompileError(Exception):
-    """The compile step cannot run (no hipcc, bad target list); the message is for users."""
+    """The compile step cannot run (bad target list, bad flags); the message is for users."""
+
+
+class NoToolchainError(CompileError):
+    """hipcc (or the chosen translation engine) is not installed."""
+
+
+class _Stopped(Exception):
+    """The run is being stopped (an interrupt): a unit's result must not be recorded."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +172,7 @@ class Toolchain:
     hipcc: str
     version: str
     archs: frozenset[str]  # gfx targets its device libraries support
+    rocm: tuple[int, ...] | None = None  # the ROCm release of its HIP headers, e.g. (5, 2)
 
     def to_dict(self) -> dict[str, object]:
         return {"path": self.hipcc, "version": self.version}
@@ -134,12 +205,18 @@ class CompileResult:
     ok: bool
     seconds: float
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    failure_class: str = (
-        ""  # "", untranslated-cuda, missing-library, port-problem, unsupported-target, other
-    )
+    # "", untranslated-cuda, missing-library, missing-dependency, rocm-version, port-problem,
+    # hip-api-difference, unsupported-target, timeout, other
+    failure_class: str = ""
     explanation: str = ""
     finding_ids: list[str] = field(default_factory=list)
     cached: bool = False
+
+    @property
+    def code_failure(self) -> bool:
+        """Failed for a reason in the code (not a missing library, an old ROCm, a target
+        the toolchain lacks or a timeout)."""
+        return not self.ok and self.failure_class not in ENVIRONMENT_CLASSES
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -156,17 +233,19 @@ class CompileResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> CompileResult:
-        return cls(
-            path=data["path"],
-            arch=data["arch"],
-            ok=data["ok"],
-            seconds=data["seconds"],
+        """A result read back from the cache; TypeError/KeyError/ValueError if malformed."""
+        result = cls(
+            path=str(data["path"]),
+            arch=str(data["arch"]),
+            ok=bool(data["ok"]),
+            seconds=float(data["seconds"]),
             diagnostics=[Diagnostic(**d) for d in data["diagnostics"]],
-            failure_class=data["class"],
-            explanation=data["explanation"],
-            finding_ids=data["findings"],
+            failure_class=str(data["class"]),
+            explanation=str(data["explanation"]),
+            finding_ids=[str(i) for i in data["findings"]],
             cached=True,
         )
+        return result
 
 
 @dataclass
@@ -174,6 +253,8 @@ class CompileReport:
     toolchain: Toolchain
     results: list[CompileResult]
     skipped: list[Skipped] = field(default_factory=list)
+    databases: list[str] = field(default_factory=list)  # compile_commands.json files used
+    warnings: list[str] = field(default_factory=list)  # for the user, on stderr
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -204,6 +285,16 @@ def _environment() -> dict[str, str]:
     return env
 
 
+def _result_environment() -> dict[str, str]:
+    """The variables that change what hipcc produces, as hipcc will see them."""
+    env = _environment()
+    return {
+        name: value
+        for name, value in sorted(env.items())
+        if name in RESULT_ENVIRONMENT or name.startswith(RESULT_ENVIRONMENT_PREFIXES)
+    }
+
+
 def _device_library_archs(hipcc: str) -> frozenset[str]:
     """The gfx targets whose device libraries are installed (oclc_isa_version_*.bc)."""
     roots = [
@@ -222,28 +313,53 @@ def _device_library_archs(hipcc: str) -> frozenset[str]:
     return frozenset(archs)
 
 
-@lru_cache(maxsize=1)
-def find_toolchain() -> Toolchain:
-    """The hipcc to use; CompileError with install advice when there is none."""
+def available_cpus() -> int:
+    """CPUs this process may run on (a container's or taskset's limit, not the machine's)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def find_toolchain(hipcc: str | None = None) -> Toolchain:
+    """The hipcc to use (`hipcc`, else $PORTCHECK_HIPCC, else the first installed one);
+    NoToolchainError with install advice when there is none."""
+    explicit = hipcc or os.environ.get(HIPCC_VARIABLE)
+    if explicit:
+        if not (Path(explicit).is_file() and os.access(explicit, os.X_OK)):
+            raise NoToolchainError(f"hipcc was not found at {explicit} (${HIPCC_VARIABLE})")
+        return _probe_toolchain(explicit)
     candidates = _hipcc_candidates()
     if not candidates:
-        raise CompileError(
+        raise NoToolchainError(
             "hipcc was not found ($ROCM_PATH/bin, /opt/rocm/bin or PATH). On Debian 12: "
             "apt-get install -y hipcc"
         )
-    hipcc = candidates[0]
+    return _probe_toolchain(candidates[0])
+
+
+@lru_cache(maxsize=8)
+def _probe_toolchain(hipcc: str) -> Toolchain:
     try:
         done = subprocess.run(
             [hipcc, "--version"], capture_output=True, text=True, timeout=60, env=_environment()
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise CompileError(f"cannot run {hipcc}: {exc}") from None
+        raise NoToolchainError(f"cannot run {hipcc}: {exc}") from None
     match = re.search(r"HIP version:\s*(\S+)", done.stdout)
     clang = re.search(r"clang version\s*(\S+)", done.stdout)
     version = (match.group(1) if match else "unknown") + (
         f" (clang {clang.group(1)})" if clang else ""
     )
-    return Toolchain(hipcc, version, _device_library_archs(hipcc))
+    rocm = _version_tuple(match.group(1)) if match else None
+    return Toolchain(hipcc, version, _device_library_archs(hipcc), rocm[:2] if rocm else None)
+
+
+def _version_tuple(text: str) -> tuple[int, ...] | None:
+    found = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if found is None:
+        return None
+    return tuple(int(part) for part in found.groups() if part is not None)
 
 
 def parse_archs(text: str | Sequence[str], toolchain: Toolchain) -> tuple[list[str], list[str]]:
@@ -261,23 +377,247 @@ def parse_archs(text: str | Sequence[str], toolchain: Toolchain) -> tuple[list[s
     return buildable, lacking
 
 
-# -- include paths --------------------------------------------------------------------
+# -- what ROCm release added a name (rules/compile/rocm_versions.yaml) ---------------------
+
+
+@dataclass(frozen=True)
+class RocmNames:
+    added: dict[str, tuple[int, ...]]  # HIP name or header -> the ROCm release that added it
+    digest: str  # of the data file: cached classifications depend on it
+
+
+@lru_cache(maxsize=1)
+def rocm_names() -> RocmNames:
+    """The shipped table of HIP names and headers by the ROCm release that added them."""
+    text = data_dir("rules").joinpath("compile", "rocm_versions.yaml").read_text("utf-8")
+    doc = load_yaml(text)
+    where = "rules/compile/rocm_versions.yaml"
+    if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
+        raise CompileError(f"{where}: expected a mapping with an 'entries' list")
+    sources = doc.get("sources") or {}
+    added: dict[str, tuple[int, ...]] = {}
+    for number, entry in enumerate(doc["entries"], start=1):
+        if not isinstance(entry, dict):
+            raise CompileError(f"{where}: entry {number} is not a mapping")
+        unknown = set(entry) - {"name", "added", "kind", "cuda", "source", "note"}
+        missing = {"name", "added", "source"} - set(entry)
+        version = _version_tuple(str(entry.get("added", "")))
+        if unknown or missing or version is None or entry["source"] not in sources:
+            problem = (
+                f"unknown keys {sorted(unknown)}"
+                if unknown
+                else f"missing {sorted(missing)}"
+                if missing
+                else f"bad version {entry['added']!r}"
+                if version is None
+                else f"unknown source {entry['source']!r}"
+            )
+            raise CompileError(f"{where}: entry {number} ({entry.get('name')}): {problem}")
+        if entry["name"] in added:
+            raise CompileError(f"{where}: entry {number}: duplicate name {entry['name']!r}")
+        added[str(entry["name"])] = version
+    return RocmNames(added, hashlib.sha256(text.encode()).hexdigest()[:16])
+
+
+def _newer_than(name: str, toolchain: Toolchain) -> str | None:
+    """The ROCm release that added `name`, when it is newer than the toolchain's."""
+    if toolchain.rocm is None:
+        return None
+    version = rocm_names().added.get(name)
+    if version is None or version[:2] <= toolchain.rocm:
+        return None
+    return ".".join(map(str, version))
+
+
+# -- build inputs: compile_commands.json and the command line ---------------------------
+
+
+@dataclass(frozen=True)
+class BuildFlags:
+    """What a unit is built with, from its compile_commands.json entry or the command line.
+    Paths are absolute; `includes` keeps the order and option (-I, -isystem, -include)."""
+
+    std: str | None = None
+    defines: tuple[str, ...] = ()  # "-DNAME=VALUE", "-UNAME"
+    includes: tuple[tuple[str, str], ...] = ()
+
+    def include_dirs(self) -> list[Path]:
+        return [Path(value) for option, value in self.includes if option != "-include"]
+
+
+def _split_list(option: str, value: str, nvcc: bool) -> list[str]:
+    # nvcc takes comma-separated lists for these options (-DA,B defines both).
+    if nvcc and option in ("-D", "-U", "-I", "-isystem", "-include"):
+        return [part for part in value.split(",") if part]
+    return [value]
+
+
+def _kept_options(arguments: Sequence[str]) -> Iterable[tuple[str, str]]:
+    """(clang option, value) for each -std/-D/-U/-I/-isystem/-include in an nvcc or
+    clang command line, in either spelling (`-DX`, `-D X`, `--define-macro=X`)."""
+    spellings = sorted(KEPT_OPTIONS, key=len, reverse=True)
+    nvcc = bool(arguments) and Path(arguments[0]).name.startswith("nvcc")
+    index = 1
+    while index < len(arguments):
+        argument = arguments[index]
+        index += 1
+        for spelled in spellings:
+            option = KEPT_OPTIONS[spelled]
+            if argument == spelled:
+                if index >= len(arguments):
+                    break
+                value = arguments[index]
+                index += 1
+            elif argument.startswith(spelled + "="):
+                value = argument[len(spelled) + 1 :]
+            elif spelled in ("-D", "-U", "-I", "-isystem") and argument.startswith(spelled):
+                value = argument[len(spelled) :]
+            else:
+                continue
+            for part in _split_list(option, value, nvcc):
+                yield option, part
+            break
+
+
+def _is_cuda_toolkit_folder(folder: str) -> bool:
+    path = Path(folder)
+    return (
+        any(CUDA_TOOLKIT_FOLDER.match(part) for part in path.parts)
+        or (path / "cuda_runtime.h").is_file()
+    )
+
+
+def flags_from_command(arguments: Sequence[str], directory: str, project: Path) -> BuildFlags:
+    """The flags of one compile database entry that decide what the code means (-std, -D,
+    -U, -I, -isystem, -include); CUDA-only ones are translated or dropped: the CUDA
+    toolkit's include folders, CUDA headers pre-included (-> their HIP header), and CUDA's
+    half-precision switches (-> HIP's)."""
+    std: str | None = None
+    defines: list[str] = []
+    includes: list[tuple[str, str]] = []
+    project = project.resolve()
+    for option, value in _kept_options(arguments):
+        if option == "-std":
+            std = value
+        elif option in ("-D", "-U"):
+            name, _, rest = value.partition("=")
+            name = CUDA_MACROS_TO_HIP.get(name, name)
+            defines.append(f"{option}{name}" + (f"={rest}" if "=" in value else ""))
+        elif option == "-include":
+            candidate = os.path.normpath(os.path.join(directory, value))
+            if os.path.isfile(candidate):
+                includes.append((option, candidate))
+            elif CUDA_HEADER_SHAPE.fullmatch(value):
+                rule = default_rules().lookup(value)
+                if rule is not None and rule.hip:
+                    includes.append((option, rule.hip))
+            else:
+                includes.append((option, value))  # found through the include path
+        else:
+            folder = os.path.normpath(os.path.join(directory, value))
+            inside = Path(folder) == project or project in Path(folder).parents
+            if not inside and _is_cuda_toolkit_folder(folder):
+                continue
+            includes.append((option, folder))
+    return BuildFlags(std, tuple(defines), tuple(includes))
+
+
+def find_compile_databases(root: Path) -> list[Path]:
+    """compile_commands.json files under `root` (a build folder's, or one at the top),
+    shallowest first; hidden folders are not searched."""
+    found: list[Path] = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+        if "compile_commands.json" in files:
+            found.append(Path(folder) / "compile_commands.json")
+    return sorted(found, key=lambda p: (len(p.parts), str(p)))
+
+
+def load_compile_database(path: Path, project: Path) -> dict[Path, BuildFlags]:
+    """Resolved source path -> its flags; the first entry for a file wins. ValueError (with
+    the reason) when the file is not a compile database."""
+    try:
+        entries = json.loads(path.read_bytes())
+    except OSError as exc:
+        raise ValueError(f"cannot read it: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(entries, list):
+        raise ValueError("not a list of compile commands")
+    flags: dict[Path, BuildFlags] = {}
+    for entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+            continue
+        directory = str(entry.get("directory") or path.parent)
+        arguments = entry.get("arguments")
+        if not (isinstance(arguments, list) and all(isinstance(a, str) for a in arguments)):
+            try:
+                arguments = shlex.split(str(entry.get("command", "")))
+            except ValueError:
+                continue
+        source = Path(directory, entry["file"]).resolve()
+        flags.setdefault(source, flags_from_command(arguments, directory, project))
+    return flags
+
+
+@dataclass(frozen=True)
+class CompileInputs:
+    """How to build the units: a compile database (`build_dir`, else one found under the
+    tree) for the files it lists, else these command-line flags."""
+
+    build_dir: str | os.PathLike[str] | None = None
+    std: str | None = None
+    defines: tuple[str, ...] = ()
+    include_dirs: tuple[str | os.PathLike[str], ...] = ()
+
+    def command_line_flags(self) -> BuildFlags:
+        std = self.std
+        if std is not None:
+            std = std.removeprefix("--std=").removeprefix("-std=")
+            if not STD_VALUE.fullmatch(std):
+                raise CompileError(f"--std {self.std!r} is not a C++ standard (e.g. c++17)")
+        defines = []
+        for define in self.defines:
+            if not DEFINE_VALUE.fullmatch(define):
+                raise CompileError(f"-D {define!r} is not NAME or NAME=VALUE")
+            defines.append(f"-D{define}")
+        return BuildFlags(std, tuple(defines), ())
+
+
+def _databases(
+    inputs: CompileInputs, base: Path, report: CompileReport, *, search: bool = True
+) -> dict[Path, BuildFlags]:
+    """The compile databases' flags; `search` False looks only in `base` itself (a single
+    file's folder may be someone's home directory)."""
+    if inputs.build_dir is not None:
+        chosen = Path(inputs.build_dir)
+        path = chosen / "compile_commands.json" if chosen.is_dir() else chosen
+        if not path.is_file():
+            raise CompileError(f"-p {chosen}: there is no compile_commands.json in it")
+        paths = [path]
+    elif search:
+        paths = find_compile_databases(base)
+    else:
+        paths = [p for p in [base / "compile_commands.json"] if p.is_file()]
+    merged: dict[Path, BuildFlags] = {}
+    for path in paths:
+        try:
+            flags = load_compile_database(path, base)
+        except ValueError as exc:
+            if inputs.build_dir is not None:
+                raise CompileError(f"-p {path}: {exc}") from None
+            report.warnings.append(f"{path}: ignored: {exc}")
+            continue
+        report.databases.append(str(path))
+        for source, entry in flags.items():
+            merged.setdefault(source, entry)
+    return merged
 
 
 def project_include_dirs(root: Path) -> list[Path]:
-    """Include folders a build would use: compile_commands.json entries and CMake
+    """Include folders a build would use when no compile database names them: CMake
     include_directories / target_include_directories, plus folders named include/."""
     dirs: list[Path] = []
-    commands = root / "compile_commands.json"
-    if commands.is_file():
-        try:
-            for entry in json.loads(commands.read_text()):
-                text = entry.get("command") or " ".join(entry.get("arguments", []))
-                for match in re.finditer(r"-I\s*(\S+)", text):
-                    folder = Path(entry.get("directory", root)) / match.group(1)
-                    dirs.append(folder)
-        except (ValueError, OSError, AttributeError):
-            pass
     for cmake in root.rglob("CMakeLists.txt"):
         try:
             text = cmake.read_text(errors="replace")
@@ -293,24 +633,252 @@ def project_include_dirs(root: Path) -> list[Path]:
                     dirs.append(candidate)
     dirs.extend(p for p in root.rglob("include") if p.is_dir())
     unique: list[Path] = []
+    seen: set[Path] = set()
     for folder in dirs:
-        if folder.resolve() not in {u.resolve() for u in unique}:
+        if folder.resolve() not in seen:
+            seen.add(folder.resolve())
             unique.append(folder)
     return unique
 
 
-# -- compiling ------------------------------------------------------------------------
+def _included_sources(
+    units: Sequence[_Unit], search: Sequence[Path], base: Path
+) -> dict[Path, str]:
+    """Resolved path of each source file another file #includes -> the first includer."""
+    by_path = {u.source: u for u in units}
+    included: dict[Path, str] = {}
+    for unit in units:
+        for match in INCLUDE_DIRECTIVE.finditer(unit.raw):
+            name = match.group(2).decode("utf-8", "replace").strip()
+            if not name.lower().endswith(COMPILED_SUFFIXES):
+                continue
+            folders = ([unit.source.parent] if match.group(1) == b'"' else []) + [*search, base]
+            for folder in folders:
+                target = (folder / name).resolve()
+                if target in by_path and target != unit.source:
+                    included.setdefault(target, unit.relpath)
+                    break
+    return included
+
+
+# -- running hipcc ----------------------------------------------------------------------
+
+
+def _signal_groups(processes: Iterable[subprocess.Popen], signum: int) -> None:
+    for process in processes:
+        # Each hipcc leads its own session, so its group id is its pid; the group outlives
+        # the leader while any clang child is alive.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signum)
+
+
+def _kill_groups(processes: Sequence[subprocess.Popen]) -> None:
+    """SIGTERM each process group (clang deletes its temporary files), then SIGKILL
+    whatever is left of them, children included."""
+    _signal_groups(processes, signal.SIGTERM)
+    deadline = time.monotonic() + KILL_GRACE_SECONDS
+    for process in processes:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=max(deadline - time.monotonic(), 0.01))
+    _signal_groups(processes, signal.SIGKILL)
+
+
+class _Runner:
+    """The hipcc processes of one compile run: each in a new session (so a timeout or an
+    interrupt kills hipcc and every clang it started, and Ctrl-C in the terminal does not
+    reach them before portcheck has decided what to do), all killed by `stop`."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._live: set[subprocess.Popen] = set()
+        self._lock = threading.Lock()
+        self._stopping = False
+
+    def run(self, command: list[str], cwd: Path, env: dict[str, str]) -> tuple[int | None, str]:
+        """(exit status, output); status None when it timed out and was killed."""
+        with self._lock:
+            if self._stopping:
+                raise _Stopped
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+            self._live.add(process)
+        try:
+            try:
+                output, _ = process.communicate(timeout=self.timeout)
+                status: int | None = process.returncode
+            except subprocess.TimeoutExpired:
+                _kill_groups([process])
+                output, status = self._drain(process), None
+        finally:
+            with self._lock:
+                self._live.discard(process)
+        if self._stopping:
+            raise _Stopped
+        return status, output
+
+    @staticmethod
+    def _drain(process: subprocess.Popen) -> str:
+        try:
+            output, _ = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:  # a grandchild left the group and holds the pipe
+            process.kill()
+            for stream in (process.stdout, process.stderr):
+                if stream is not None:
+                    stream.close()
+            process.wait()
+            return ""
+        return output or ""
+
+    def stop(self) -> None:
+        """Kill every running hipcc with its children; later `run` calls raise _Stopped."""
+        with self._lock:
+            self._stopping = True
+            live = list(self._live)
+        _kill_groups(live)
+
+
+# -- the cache ----------------------------------------------------------------------------
 
 
 def _cache_dir() -> Path:
     return cache_dir() / "compile"
 
 
-def _classify(result: CompileResult, findings_by_path: dict[str, list[Finding]]) -> None:
+class _Inputs:
+    """Digests of the files compilers read, each computed once per run. Files of the
+    scratch tree are named `<tree>/relpath`, so that entries outlive the scratch folder."""
+
+    def __init__(self, scratch: Path) -> None:
+        self.scratch = str(scratch)
+        self._digests: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+
+    def stable(self, path: str) -> str:
+        if path.startswith(self.scratch + os.sep):
+            return "<tree>/" + path[len(self.scratch) + 1 :]
+        return path
+
+    def digest(self, stable: str) -> str | None:
+        with self._lock:
+            if stable in self._digests:
+                return self._digests[stable]
+        path = stable
+        if stable.startswith("<tree>/"):
+            path = os.path.join(self.scratch, stable[len("<tree>/") :])
+        try:
+            with open(path, "rb") as fh:
+                value: str | None = hashlib.file_digest(fh, "sha256").hexdigest()
+        except OSError:
+            value = None
+        with self._lock:
+            self._digests[stable] = value
+        return value
+
+    def read_dependencies(self, deps_file: Path, cwd: Path, unit: Path) -> list[list[str]] | None:
+        """[stable path, digest] of every file the compiler read besides the unit, from
+        its make-style -MD output; None when there is none (then nothing is cached)."""
+        try:
+            text = deps_file.read_text("utf-8", "surrogateescape")
+        except OSError:
+            return None
+        words = re.findall(r"(?:\\.|[^\s\\])+", text.replace("\\\n", " "))
+        if not words or not words[0].endswith(":"):
+            return None
+        inputs = []
+        for word in words[1:]:
+            path = os.path.join(cwd, re.sub(r"\\(.)", r"\1", word))
+            if path == str(unit):
+                continue
+            stable = self.stable(path)
+            digest = self.digest(stable)
+            if digest is None:
+                return None
+            inputs.append([stable, digest])
+        return inputs
+
+
+def _cache_lookup(key: str, inputs: _Inputs) -> CompileResult | None:
+    """The recorded result, if its entry is intact, is for this key, and no file the
+    compiler read has changed since. Anything else is a miss."""
+    try:
+        entry = json.loads((_cache_dir() / f"{key}.json").read_bytes())
+        if entry["format"] != CACHE_FORMAT or entry["key"] != key:
+            return None
+        for stable, digest in entry["inputs"]:
+            if not isinstance(stable, str) or inputs.digest(stable) != digest:
+                return None
+        return CompileResult.from_dict(entry["result"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _cache_store(key: str, dependencies: list[list[str]], result: CompileResult) -> None:
+    entry = {"format": CACHE_FORMAT, "key": key, "inputs": dependencies, "result": result.to_dict()}
+    with contextlib.suppress(OSError):  # a read-only cache only costs a rebuild
+        write_bytes_atomically(_cache_dir() / f"{key}.json", json.dumps(entry).encode())
+
+
+# -- classifying failures -----------------------------------------------------------------
+
+
+def _rocm_version_error(diagnostic: Diagnostic, toolchain: Toolchain) -> tuple[str, str] | None:
+    """(name, ROCm release) when the error is about a name or header that a newer ROCm
+    than the toolchain's has."""
+    header = MISSING_HEADER.search(diagnostic.message)
+    names = [header.group("header")] if header else QUOTED_NAME.findall(diagnostic.message)
+    for name in names:
+        release = _newer_than(name, toolchain)
+        if release is not None:
+            return name, release
+    return None
+
+
+def _classify(
+    result: CompileResult, findings_by_path: dict[str, list[Finding]], toolchain: Toolchain
+) -> None:
     """Sort a failed build into a class a user can act on; the first matching rule wins."""
     errors = [d for d in result.diagnostics if d.severity in ("error", "fatal error")]
     if result.ok or not errors:
         return
+    # Names a newer ROCm has: the toolchain's fault as long as nothing else failed.
+    newer = {
+        id(d): found for d in errors if (found := _rocm_version_error(d, toolchain)) is not None
+    }
+    too_old = "; ".join(
+        sorted({f"{name} needs ROCm {release}" for name, release in newer.values()})
+    )
+    by_line: dict[tuple[str, int], list[Finding]] = {}
+    for path_findings in findings_by_path.values():
+        for finding in path_findings:
+            by_line.setdefault((finding.path, finding.span.line), []).append(finding)
+    if len(newer) == len(errors):
+        result.failure_class = "rocm-version"
+        rocm = ".".join(map(str, toolchain.rocm or ()))
+        result.explanation = f"{too_old} (the installed toolchain is ROCm {rocm})"
+        # A hazard on the same line is still worth knowing for the newer ROCm.
+        related = {f.id for d in errors for f in by_line.get((d.path, d.line), [])}
+        result.finding_ids = sorted(related)
+        return
+    errors = [d for d in errors if id(d) not in newer]
+    _classify_code_errors(result, errors, by_line)
+    if too_old:
+        result.explanation += f" (also: {too_old})"
+
+
+def _classify_code_errors(
+    result: CompileResult,
+    errors: list[Diagnostic],
+    by_line: dict[tuple[str, int], list[Finding]],
+) -> None:
     for diagnostic in errors:
         header = MISSING_HEADER.search(diagnostic.message)
         if header:
@@ -331,10 +899,6 @@ def _classify(result: CompileResult, findings_by_path: dict[str, list[Finding]])
             result.explanation = f"a header that is neither CUDA nor ROCm is missing: {name}"
             return
     # A hazard finding on the failing line (in the unit or a header it includes) explains it.
-    by_line: dict[tuple[str, int], list[Finding]] = {}
-    for path_findings in findings_by_path.values():
-        for finding in path_findings:
-            by_line.setdefault((finding.path, finding.span.line), []).append(finding)
     for diagnostic in errors:
         here = by_line.get((diagnostic.path, diagnostic.line), [])
         hinted = [slug for text, slug in HAZARD_HINTS.items() if text in diagnostic.message]
@@ -366,13 +930,19 @@ def _classify(result: CompileResult, findings_by_path: dict[str, list[Finding]])
     result.explanation = errors[0].message
 
 
+# -- translation units --------------------------------------------------------------------
+
+
 @dataclass
 class _Unit:
     relpath: str
+    source: Path  # the original file, resolved
+    raw: bytes  # its bytes
     translated: Path  # the file hipcc compiles
     translation: Translation | None
     original_text: list[str]
     translated_text: list[str] = field(default_factory=list)
+    flags: BuildFlags | None = None  # from the compile database; None: the command line's
     _line_map: dict[int, int] | None = None
 
     def original_line(self, line: int) -> int:
@@ -400,13 +970,15 @@ def _align_lines(translated: list[str], original: list[str]) -> dict[int, int]:
     return mapping
 
 
-def _map_diagnostics(output: str, units_by_path: dict[str, _Unit]) -> list[Diagnostic]:
+def _map_diagnostics(
+    output: str, units_by_path: dict[str, _Unit], cwd: Path | None = None
+) -> list[Diagnostic]:
     diagnostics = []
     for match in DIAGNOSTIC.finditer(output):
         severity = match.group("severity")
         if severity == "note":
             continue
-        file = str(Path(match.group("file")).resolve())
+        file = str((cwd or Path.cwd()).joinpath(match.group("file")).resolve())
         line = int(match.group("line"))
         unit = units_by_path.get(file)
         diagnostic = Diagnostic(
@@ -426,79 +998,211 @@ def _map_diagnostics(output: str, units_by_path: dict[str, _Unit]) -> list[Diagn
     return diagnostics
 
 
-def _compile_one(
-    findings_by_path: dict[str, list[Finding]],
-    toolchain: Toolchain,
-    unit: _Unit,
-    arch: str,
-    flags: list[str],
-    tree_digest: str,
-    units_by_path: dict[str, _Unit],
-    scratch: str,
-) -> CompileResult:
-    # The scratch folder's name changes every run; the key must not.
-    stable_flags = [flag.replace(scratch, "<tree>") for flag in flags]
-    key_source = json.dumps(
-        [
-            CACHE_VERSION,
-            toolchain.hipcc,
-            toolchain.version,
-            arch,
-            stable_flags,
-            tree_digest,
-            unit.relpath,
-        ]
-    ).encode()
-    key = hashlib.sha256(key_source + unit.translated.read_bytes()).hexdigest()[:32]
-    cache_file = _cache_dir() / f"{key}.json"
-    try:
-        return CompileResult.from_dict(json.loads(cache_file.read_text()))
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+# -- compiling ------------------------------------------------------------------------
+
+
+@dataclass
+class _Context:
+    """What every unit's compile shares within one run."""
+
+    toolchain: Toolchain
+    base: Path  # the project folder (PATH, or the folder of a single file)
+    scratch: Path  # the translated tree
+    command_line: BuildFlags  # --std, -D from the command line
+    extra_dirs: list[Path]  # -I from the command line, then the project's include folders
+    findings_by_path: dict[str, list[Finding]]
+    units_by_path: dict[str, _Unit]
+    runner: _Runner
+    inputs: _Inputs
+    cache: bool
+    key_parts: dict[str, object]  # the run-wide part of every cache key
+
+    def mirrored(self, path: Path) -> Path | None:
+        """The translated copy's path for a path inside the project."""
+        try:
+            relative = path.resolve().relative_to(self.base.resolve())
+        except ValueError:
+            return None
+        return self.scratch / relative
+
+    def flags_for(self, unit: _Unit) -> list[str]:
+        """-std, macros, then include folders: the translated copy of each project folder
+        before the original (for headers discovery does not list: .inc, .def, …)."""
+        chosen = unit.flags or self.command_line
+        std = (unit.flags.std if unit.flags else None) or self.command_line.std or DEFAULT_STD
+        flags = [f"-std={std}", *chosen.defines]
+        originals: list[str] = []
+        for option, value in chosen.includes:
+            if option == "-include":
+                copy = self.mirrored(Path(value)) if os.path.isabs(value) else None
+                flags += [option, str(copy if copy is not None and copy.is_file() else value)]
+                continue
+            copy = self.mirrored(Path(value))
+            if copy is not None:
+                flags += [option, str(copy)]
+            originals += [option, value]
+        flags.append(f"-I{self.scratch}")
+        for folder in self.extra_dirs:
+            copy = self.mirrored(folder)
+            flags.append(f"-I{copy if copy is not None else folder}")
+        flags += originals
+        flags += [f"-I{folder.resolve()}" for folder in (self.base, *self.extra_dirs)]
+        return flags
+
+    def key(self, unit: _Unit, arch: str, flags: list[str]) -> str:
+        scratch = str(self.scratch)
+        described = json.dumps(
+            {
+                **self.key_parts,
+                "arch": arch,
+                "flags": [flag.replace(scratch, "<tree>") for flag in flags],
+                "unit": unit.relpath,
+            },
+            sort_keys=True,
+        ).encode()
+        digest = hashlib.sha256(described)
+        for data in (unit.translated.read_bytes(), unit.raw):
+            digest.update(len(data).to_bytes(8, "little") + data)
+        return digest.hexdigest()[:32]
+
+
+def _compile_one(context: _Context, unit: _Unit, arch: str) -> CompileResult:
+    flags = context.flags_for(unit)
+    key = context.key(unit, arch, flags)
+    if context.cache:
+        cached = _cache_lookup(key, context.inputs)
+        if cached is not None:
+            return cached
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="portcheck-hipcc-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="portcheck-hipcc-") as work:
+        deps_file = Path(work) / "unit.d"
         command = [
-            toolchain.hipcc,
+            context.toolchain.hipcc,
             "-x",
             "hip",
             f"--offload-arch={arch}",
+            *flags,
             "-c",
             str(unit.translated),
             "-o",
-            str(Path(scratch) / "unit.o"),
-            *flags,
+            str(Path(work) / "unit.o"),
+            "-MD",
+            "-MF",
+            str(deps_file),
         ]
-        try:
-            done = subprocess.run(
-                command,
-                capture_output=True,
-                text=True,
-                env=_environment(),
-                timeout=TIMEOUT_SECONDS,
-                cwd=unit.translated.parent,
-            )
-            output, ok = done.stdout + done.stderr, done.returncode == 0
-        except subprocess.TimeoutExpired:
-            output, ok = (
-                f"{unit.relpath}:1:1: error: hipcc timed out after {TIMEOUT_SECONDS} s",
-                False,
-            )
+        # clang's temporaries go to the unit's own folder, removed even when it is killed.
+        env = {**_environment(), "TMPDIR": work}
+        status, output = context.runner.run(command, unit.translated.parent, env)
+        dependencies = (
+            context.inputs.read_dependencies(deps_file, unit.translated.parent, unit.translated)
+            if status is not None
+            else None
+        )
+    seconds = time.perf_counter() - started
+    if status is None:  # timed out: never cached, a re-run tries again
+        return CompileResult(
+            unit.relpath,
+            arch,
+            False,
+            seconds,
+            [
+                Diagnostic(
+                    0,
+                    0,
+                    "error",
+                    f"hipcc timed out after {context.runner.timeout:g} s",
+                    unit.relpath,
+                )
+            ],
+            failure_class="timeout",
+            explanation=f"hipcc did not finish within {context.runner.timeout:g} s and was "
+            "stopped with its child processes (raise --timeout for a unit this large)",
+        )
+    ok = status == 0
     result = CompileResult(
         unit.relpath,
         arch,
         ok,
-        time.perf_counter() - started,
-        _map_diagnostics(output, units_by_path),
+        seconds,
+        _map_diagnostics(output, context.units_by_path, unit.translated.parent),
     )
     if not ok and not any(d.severity.endswith("error") for d in result.diagnostics):
         last = [line for line in output.strip().splitlines() if line.strip()][-1:] or ["failed"]
         result.diagnostics.append(Diagnostic(0, 0, "error", last[0], path=unit.relpath))
-    _classify(result, findings_by_path)
-    if result.failure_class == "missing-library":
-        return result  # installing the library is the fix: do not remember this failure
-    with contextlib.suppress(OSError):  # a read-only cache only costs a rebuild
-        write_bytes_atomically(cache_file, json.dumps(result.to_dict()).encode())
+    _classify(result, context.findings_by_path, context.toolchain)
+    # Installing the library is the fix for a missing one: do not remember that failure.
+    # Without the compiler's list of what it read, an entry could not be re-checked.
+    if context.cache and dependencies is not None and result.failure_class != "missing-library":
+        _cache_store(key, dependencies, result)
     return result
+
+
+def _translate_tree(
+    root: Path,
+    out: Path,
+    engine: str,
+    exclude: Sequence[str],
+    report: CompileReport,
+) -> tuple[list[_Unit], dict[str, list[Finding]], list[str]]:
+    """Translate every CUDA source under `root` into `out` (plain C/C++ files are copied so
+    that includes resolve); returns the units, their hazard findings and every file name."""
+    extractor = Extractor(default_rules())
+    units: list[_Unit] = []
+    findings_by_path: dict[str, list[Finding]] = {}
+    names: list[str] = []
+    for item in discover(root, exclude):
+        if isinstance(item, Skipped):
+            report.skipped.append(item)
+            continue
+        raw = read_candidate(item)
+        if isinstance(raw, Skipped):
+            report.skipped.append(raw)
+            continue
+        if raw is None and item.language.is_source:
+            # A plain C/C++ header (no CUDA in it) still has to be found by includes.
+            plain = out / item.relpath
+            plain.parent.mkdir(parents=True, exist_ok=True)
+            plain.write_bytes(item.path.read_bytes())
+            names.append(item.relpath)
+            continue
+        if raw is None or not item.language.is_source:
+            continue
+        translation: Translation | None = None
+        if engine == "builtin":
+            translation = translate_source(extractor, item.relpath, item.language, raw)
+            text = translation.text
+            findings_by_path[item.relpath] = translation.findings
+        elif engine == "none":
+            text = raw
+        else:
+            # Hazards come from the CUDA source, whichever engine translates it.
+            findings_by_path[item.relpath] = extractor.scan_file(
+                item.relpath, item.language, raw
+            ).findings
+            try:
+                text = run_hipify(engine, item.path)
+            except EngineError:
+                text = raw  # compiled untranslated: the failure shows what was left
+        target = out / item.relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(text)
+        names.append(item.relpath)
+        original = raw.decode("utf-8", "replace").splitlines()
+        translated_lines = (
+            [] if translation is not None else text.decode("utf-8", "replace").splitlines()
+        )
+        units.append(
+            _Unit(
+                item.relpath,
+                item.path.resolve(),
+                raw,
+                target,
+                translation,
+                original,
+                translated_lines,
+            )
+        )
+    return units, findings_by_path, names
 
 
 def compile_tree(
@@ -506,96 +1210,89 @@ def compile_tree(
     archs: str | Sequence[str],
     *,
     include_dirs: Sequence[str | os.PathLike[str]] = (),
+    std: str | None = None,
+    defines: Sequence[str] = (),
+    build_dir: str | os.PathLike[str] | None = None,
     jobs: int | None = None,
+    timeout: float = TIMEOUT_SECONDS,
+    cache: bool = True,
     exclude: Sequence[str] = (),
     engine: str = "builtin",
+    hipcc: str | None = None,
     progress: Callable[[int, int, str], None] | None = None,
 ) -> CompileReport:
     """Translate the CUDA under `path` (in a scratch tree) and compile every translation
-    unit (.cu, and .cpp/.c files that use CUDA) for every target.
+    unit (.cu, and .cpp/.c files that use CUDA, except those another file #includes) for
+    every target.
 
+    Each unit is built with its flags from `build_dir`'s compile_commands.json (or one
+    found under `path`), else with `std`, `defines` (NAME or NAME=VALUE) and the default
+    -std=c++17; `include_dirs` are searched too. Each hipcc run gets `timeout` seconds.
     `engine` picks the translation: "builtin", "hipify-perl", "hipify-clang", or "none"
-    for sources that are HIP already."""
+    for sources that are HIP already. An interrupt (KeyboardInterrupt) kills every
+    running hipcc with its children before it propagates."""
     if engine not in (*ENGINES, "none"):
         raise CompileError(f"unknown engine {engine!r}")
     if engine not in ("builtin", "none") and find_tool(engine) is None:
         raise CompileError(f"{engine} was not found on PATH or in $ROCM_PATH/bin")
-    toolchain = find_toolchain()
+    if timeout <= 0:
+        raise CompileError("--timeout must be a positive number of seconds")
+    inputs = CompileInputs(build_dir, std, tuple(defines), tuple(include_dirs))
+    command_line = inputs.command_line_flags()
+    toolchain = find_toolchain(hipcc)
     buildable, lacking = parse_archs(archs, toolchain)
     root = Path(path)
     if not root.exists():
         raise CompileError(f"path does not exist: {root}")
     base = root if root.is_dir() else root.parent
-    extractor = Extractor(default_rules())
     report = CompileReport(toolchain, [])
+    databases = _databases(inputs, base, report, search=root.is_dir())
     with tempfile.TemporaryDirectory(prefix="portcheck-compile-") as scratch:
         out = Path(scratch)
-        units: list[_Unit] = []
-        findings_by_path: dict[str, list[Finding]] = {}
-        digest = hashlib.sha256()
-        for item in discover(root, exclude):
-            if isinstance(item, Skipped):
-                report.skipped.append(item)
-                continue
-            raw = read_candidate(item)
-            if isinstance(raw, Skipped):
-                report.skipped.append(raw)
-                continue
-            if raw is None and item.language.is_source:
-                # A plain C/C++ header (no CUDA in it) still has to be found by includes.
-                plain = out / item.relpath
-                plain.parent.mkdir(parents=True, exist_ok=True)
-                plain.write_bytes(item.path.read_bytes())
-                continue
-            if raw is None or not item.language.is_source:
-                continue
-            translation: Translation | None = None
-            if engine == "builtin":
-                translation = translate_source(extractor, item.relpath, item.language, raw)
-                text = translation.text
-                findings_by_path[item.relpath] = translation.findings
-            elif engine == "none":
-                text = raw
-            else:
-                # Hazards come from the CUDA source, whichever engine translates it.
-                findings_by_path[item.relpath] = extractor.scan_file(
-                    item.relpath, item.language, raw
-                ).findings
-                try:
-                    text = run_hipify(engine, item.path)
-                except EngineError:
-                    text = raw  # compiled untranslated: the failure shows what was left
-            target = out / item.relpath
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(text)
-            digest.update(item.relpath.encode() + text)
-            original = raw.decode("utf-8", "replace").splitlines()
-            translated_lines = (
-                [] if translation is not None else text.decode("utf-8", "replace").splitlines()
-            )
-            units.append(_Unit(item.relpath, target, translation, original, translated_lines))
-        # Headers are translated too, so that includes resolve to HIP; only sources compile.
-        compiled = [
-            u
-            for u in units
-            if Path(u.relpath).suffix.lower() in (".cu", ".cpp", ".cc", ".cxx", ".c")
+        units, findings_by_path, names = _translate_tree(root, out, engine, exclude, report)
+        extra_dirs = [*map(Path, include_dirs), *project_include_dirs(base)]
+        for unit in units:
+            unit.flags = databases.get(unit.source)
+        search = [
+            *extra_dirs,
+            *{folder for flags in databases.values() for folder in flags.include_dirs()},
         ]
-        units_by_path = {str(u.translated.resolve()): u for u in units}
-        flags = [f"-I{out}"]
-        for folder in (*project_include_dirs(base), *map(Path, include_dirs)):
-            folder = Path(folder)
-            try:
-                mirrored = out / folder.resolve().relative_to(base.resolve())
-            except ValueError:
-                mirrored = folder  # outside the project: use as is
-            flags.append(f"-I{mirrored}")
-        # Then the original folders, for headers discovery does not list (.inc, .def, …);
-        # the translated copies above win because they come first.
-        flags += [
-            f"-I{Path(folder).resolve()}"
-            for folder in (base, *project_include_dirs(base), *map(Path, include_dirs))
-        ]
-        tasks = [(unit, arch) for unit in compiled for arch in buildable]
+        included = _included_sources(units, search, base)
+        compiled = []
+        for unit in units:
+            if not unit.relpath.lower().endswith(COMPILED_SUFFIXES):
+                continue  # headers are translated so that includes resolve to HIP
+            if unit.source in included and unit.flags is None:
+                report.skipped.append(
+                    Skipped(
+                        unit.relpath,
+                        f"included by {included[unit.source]}: compiled as part of it",
+                    )
+                )
+                continue
+            compiled.append(unit)
+        hipcc_file = Path(toolchain.hipcc).resolve()
+        stat = hipcc_file.stat()
+        context = _Context(
+            toolchain=toolchain,
+            base=base,
+            scratch=out,
+            command_line=command_line,
+            extra_dirs=extra_dirs,
+            findings_by_path=findings_by_path,
+            units_by_path={str(u.translated.resolve()): u for u in units},
+            runner=_Runner(timeout),
+            inputs=_Inputs(out),
+            cache=cache,
+            key_parts={
+                "format": CACHE_FORMAT,
+                "hipcc": [str(hipcc_file), stat.st_size, stat.st_mtime_ns, toolchain.version],
+                "environment": _result_environment(),
+                "rules": [default_rules().digest, rocm_names().digest],
+                # A header added to the tree may shadow one a unit read before.
+                "headers": sorted(n for n in names if not n.lower().endswith(COMPILED_SUFFIXES)),
+            },
+        )
         for unit in compiled:
             for arch in lacking:
                 report.results.append(
@@ -609,26 +1306,24 @@ def compile_tree(
                         f"{arch}: it has no device library for it",
                     )
                 )
-        workers = jobs or os.cpu_count() or 1
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        tasks = [(unit, arch) for unit in compiled for arch in buildable]
+        workers = max(1, min(jobs or available_cpus(), available_cpus(), len(tasks) or 1))
+        pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
+        try:
             futures = {
-                pool.submit(
-                    _compile_one,
-                    findings_by_path,
-                    toolchain,
-                    unit,
-                    arch,
-                    flags,
-                    digest.hexdigest(),
-                    units_by_path,
-                    str(out),
-                ): (unit, arch)
-                for unit, arch in tasks
+                pool.submit(_compile_one, context, unit, arch): (unit, arch) for unit, arch in tasks
             }
             for done, future in enumerate(concurrent.futures.as_completed(futures)):
                 unit, arch = futures[future]
                 if progress is not None:
                     progress(done + 1, len(futures), f"{unit.relpath} [{arch}]")
                 report.results.append(future.result())
+        except BaseException:
+            # Ctrl-C, SIGTERM turned into KeyboardInterrupt, or a bug: no hipcc survives us,
+            # and nothing half-done is cached (the workers see the stop and record nothing).
+            context.runner.stop()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
     report.results.sort(key=lambda r: (r.path, r.arch))
     return report

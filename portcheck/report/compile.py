@@ -1,4 +1,5 @@
-"""Terminal view of a compile run: per target, what built, and why the rest did not."""
+"""Terminal view of a compile run: per target, what built, why the rest did not, and which
+sources were not compiled on their own."""
 
 from __future__ import annotations
 
@@ -13,12 +14,17 @@ CLASS_TITLE = {
     "unsupported-target": "target not supported by the installed toolchain",
     "hip-api-difference": "HIP API missing in this ROCm or different from CUDA's",
     "missing-dependency": "a non-CUDA dependency is not installed",
+    "rocm-version": "needs a newer ROCm than the installed toolchain (not the code's fault)",
+    "timeout": "hipcc timed out (stopped; not cached)",
     "other": "other",
 }
+SKIPPED_SHOWN = 20
 
 
 def render_compile(report: CompileReport) -> str:
     lines = [f"hipcc {report.toolchain.version} ({report.toolchain.hipcc})"]
+    for database in report.databases:
+        lines.append(f"flags from {database}")
     by_arch: dict[str, list] = defaultdict(list)
     for result in report.results:
         by_arch[result.arch].append(result)
@@ -45,4 +51,11 @@ def render_compile(report: CompileReport) -> str:
             lines.append(f"    {where}: {diagnostic.severity}: {diagnostic.message}")
             if diagnostic.source_line:
                 lines.append(f"      | {diagnostic.source_line}")
+    if report.skipped:
+        lines.append("")
+        lines.append(f"skipped: {len(report.skipped)}")
+        for skipped in report.skipped[:SKIPPED_SHOWN]:
+            lines.append(f"  {skipped.path}: {skipped.reason}")
+        if len(report.skipped) > SKIPPED_SHOWN:
+            lines.append(f"  … {len(report.skipped) - SKIPPED_SHOWN} more (see --format json)")
     return "\n".join(lines) + "\n"
