@@ -502,6 +502,11 @@ def cmd_run(truth: dict, src: Path, args) -> int:
                       and (r["project"], r["path"], r["line"], r["slug"]) not in current]
         print(f"  labelled-wrong findings still reported: {len(still)}/{wrong}; "
               f"labelled-right findings no longer reported: {len(gone_right)}/{right}")
+        if args.verbose:
+            for r in still:
+                print(f"    still wrong: {r['project']}/{r['path']}:{r['line']} {r['slug']} — {r.get('reason', '')}")
+            for r in gone_right:
+                print(f"    gone right:  {r['project']}/{r['path']}:{r['line']} {r['slug']} — {r.get('reason', '')}")
         reasons = collections.Counter(r.get("pattern", "?") for r in rows if r["label"] == "wrong")
         print("  false-alarm patterns:", dict(reasons.most_common()))
 
