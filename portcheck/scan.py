@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pickle
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -22,8 +21,6 @@ from portcheck.engine import (
     read_files,
     scan_candidates,
     tree_key,
-    uses_from_wire,
-    uses_to_wire,
 )
 from portcheck.extract import Extractor, FileScan
 from portcheck.graph import Node, build_call_graph, kernels_reaching
@@ -46,6 +43,7 @@ from portcheck.model import (
 )
 from portcheck.ruleset import RuleSet, default_rules
 from portcheck.score import effort, scores
+from portcheck.wire import WireError, decode_report, encode_report
 
 ProgressCallback = Callable[[int, int, str], None]  # (done, total, current path)
 
@@ -128,11 +126,13 @@ def _scan_tree(
     # Files are scanned in parallel processes (jobs, default: all cores) and remembered in
     # a content-hash cache. The whole report is remembered too, under a key of all the
     # inputs, and so is each file's stamp: a re-scan of an unchanged tree opens no file.
-    if not cache:
+    # A cache folder that cannot be used means no cache (resources.cache_problem says why).
+    cache_path = default_cache_path() if cache else None
+    if cache_path is None:
         reads: Iterable[Read] = read_files(candidates)
         scans = _scan(reads, candidates, extractor, jobs, None, progress, skipped)
         return _assemble(root, chosen, scans, skipped)
-    scan_cache = ScanCache(default_cache_path())
+    scan_cache = ScanCache(cache_path)
     try:
         slot = os.path.realpath(root)
         known = scan_cache.file_states(slot)
@@ -157,7 +157,7 @@ def _scan_tree(
     return replace(report, root=str(root))
 
 
-MEMO_VERSION = "report-6"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-7"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -181,19 +181,9 @@ def _scan(
     return scans
 
 
-MEMO_CHUNK_USES = 50_000
-
-
 def _memo_dump(report: Report) -> bytes:
-    """The report, its uses pickled in chunks: one pickle of half a million uses keeps a
-    memo entry per object, and the first cached scan of a million generated lines peaked
-    at 840 MiB; in chunks, 700 MiB (480 MiB with --no-cache, which keeps nothing)."""
-    uses = report.uses
-    chunks = [
-        pickle.dumps(uses_to_wire(uses[i : i + MEMO_CHUNK_USES]), protocol=pickle.HIGHEST_PROTOCOL)
-        for i in range(0, len(uses), MEMO_CHUNK_USES)
-    ]
-    return pickle.dumps((replace(report, uses=()), chunks), protocol=pickle.HIGHEST_PROTOCOL)
+    """The report as the cache keeps it (portcheck.wire's JSON form)."""
+    return encode_report(report)
 
 
 def _memo_get(cache: ScanCache, slot: str, key: str, root: Path, rules: RuleSet) -> Report | None:
@@ -203,18 +193,15 @@ def _memo_get(cache: ScanCache, slot: str, key: str, root: Path, rules: RuleSet)
     if payload is None:
         return None
     try:
-        report, chunks = pickle.loads(payload)
-        uses = [use for chunk in chunks for use in uses_from_wire(pickle.loads(chunk), rules)]
-    except Exception:  # a damaged or foreign entry only costs a re-scan
-        return None
-    if not isinstance(report, Report):
+        report = decode_report(payload, rules)
+    except WireError:  # a damaged or foreign entry only costs a re-scan
         return None
     if report.python is not None:
         for extension in report.python.extensions:
             fresh = _with_missing_sources(root, replace(extension, missing=()))
             if fresh.missing != extension.missing:
                 return None
-    return replace(report, uses=tuple(uses))
+    return report
 
 
 def _with_missing_sources(root: Path, extension: Extension) -> Extension:
