@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -41,8 +42,9 @@ from portcheck.model import (
     Target,
     Use,
 )
+from portcheck.paths import display_path
 from portcheck.ruleset import RuleSet, default_rules
-from portcheck.score import effort, scores
+from portcheck.score import effort, project_scores, scores
 from portcheck.wire import WireError, decode_report, encode_report
 
 ProgressCallback = Callable[[int, int, str], None]  # (done, total, current path)
@@ -92,8 +94,7 @@ def scan(
     """
     started = time.perf_counter()
     root = Path(path)
-    if not root.exists():
-        raise ScanError(f"path does not exist: {root}")
+    _check_root(root)
     chosen = parse_targets(targets)
     try:
         ignored = resolve_ignores(ignore)
@@ -103,6 +104,34 @@ def scan(
     with fewer_collections():
         report = _scan_tree(root, chosen, extractor, exclude, max_file_bytes, jobs, cache, progress)
     return replace(report, seconds=time.perf_counter() - started)
+
+
+def _check_root(root: Path) -> None:
+    """A PATH that can be scanned: a folder or a regular file (a FIFO or a device would
+    block or never end). Raises ScanError with one line for the user."""
+    shown = display_path(str(root))
+    try:
+        mode = root.stat().st_mode
+    except FileNotFoundError:
+        kind = "a broken symbolic link" if root.is_symlink() else "it does not exist"
+        raise ScanError(f"cannot scan {shown}: {kind}") from None
+    except OSError as exc:
+        raise ScanError(f"cannot scan {shown}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise ScanError(f"cannot scan {shown}: permission denied")
+    elif not stat.S_ISREG(mode):
+        raise ScanError(f"cannot scan {shown}: {_file_kind(mode)}, not a source file or folder")
+    elif not os.access(root, os.R_OK):
+        raise ScanError(f"cannot scan {shown}: permission denied")
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
 
 
 def _scan_tree(
@@ -277,7 +306,7 @@ def _assemble(
         findings=tuple(findings),
         skipped=tuple(sorted(skipped, key=lambda s: s.path)),
         kernels=kernels,
-        scores=scores(uses, findings, targets),
+        scores=project_scores(uses, findings, targets),  # None: no CUDA to judge
         effort=effort(uses, findings, targets),
     )
 
