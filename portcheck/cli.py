@@ -19,7 +19,9 @@ import click
 
 from portcheck import __version__
 from portcheck.model import ENGINES, TARGETS, Report
-from portcheck.report import FORMATS, formatter
+from portcheck.paths import display_path
+from portcheck.report import FORMATS, NOTHING_TO_SCORE, formatter, nothing_to_score
+from portcheck.resources import cache_problem, write_atomically
 from portcheck.ruleset import RuleError
 from portcheck.scan import ProgressCallback, ScanError, parse_targets, scan
 
@@ -36,24 +38,46 @@ DEFAULT_COMPILE_TIMEOUT = 300.0  # seconds per unit and target (portcheck.compil
 PROGRESS_MIN_FILES = 20
 
 
-def write_atomically(path: Path, text: str | Iterable[str]) -> None:
-    """Write via a temporary file in the same folder, so a reader never sees half a report.
-    `text` may be an iterable of pieces (a streamed report)."""
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            if isinstance(text, str):
-                fh.write(text)
-            else:
-                fh.writelines(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a report is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _debug() -> bool:
+    """Whether `portcheck --debug` was given (tracebacks instead of one-line errors)."""
+    context = click.get_current_context(silent=True)
+    return bool(context is not None and context.find_root().params.get("debug"))
+
+
+def _os_error_line(exc: OSError) -> str:
+    """One line naming the path and the problem: `out/r.json: No such file or directory`."""
+    problem = exc.strerror or str(exc)
+    if exc.filename is not None:
+        return f"{display_path(os.fsdecode(exc.filename))}: {problem}"
+    return problem
+
+
+def _available_cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
+class _Main(click.Group):
+    """The command group: an OS error a user can cause (an unwritable folder, a missing
+    one) and a usage error end with one line on stderr and exit 2, not a traceback;
+    `--debug` shows the traceback instead."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if ctx.params.get("debug"):
+                raise
+            click.echo(f"Error: {_os_error_line(exc)}", err=True)
+            ctx.exit(EXIT_USAGE)
+        except click.UsageError as exc:
+            if ctx.params.get("debug") or exc.ctx is None or exc.ctx is ctx:
+                raise  # the group's own usage errors keep click's usage text
+            hint = f" (see '{exc.ctx.command_path} --help')"
+            click.echo(f"Error: {display_path(exc.format_message())}{hint}", err=True)
+            ctx.exit(exc.exit_code)
+        return None  # not reached: ctx.exit raises
 
 
 def _progress_bar() -> tuple[ProgressCallback | None, Callable[[], None]]:
@@ -136,9 +160,10 @@ def _compile_input_options(command: Callable) -> Callable:
     return command
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="portcheck")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="Show a traceback instead of a one-line error.")
+def main(debug: bool) -> None:
     """How portable is your CUDA code to AMD GPUs? Audits for HIP, ZLUDA and SCALE."""
 
 
@@ -170,7 +195,12 @@ def main() -> None:
     metavar="N",
     help="Exit 1 if any chosen route scores below N.",
 )
-@click.option("-j", "--jobs", type=click.IntRange(1), help="Worker processes (default: cores).")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(1),
+    help="Worker processes (default: cores; at most the CPUs available).",
+)
 @click.option("--no-cache", is_flag=True, help="Do not read or write the scan cache.")
 @click.option(
     "--baseline",
@@ -220,6 +250,13 @@ def scan_command(
         chosen = parse_targets(targets)
     except ScanError as exc:
         raise click.BadParameter(str(exc), param_hint="--targets") from None
+    if do_compile != bool(offload_arch):
+        raise click.UsageError("--compile and --offload-arch go together")
+    if jobs is not None and jobs > (cpus := _available_cpus()):
+        click.echo(
+            f"portcheck: -j {jobs} is more than the {cpus} CPU(s) available; using {cpus}", err=True
+        )
+        jobs = cpus
 
     progress, stop_progress = _progress_bar()
     try:
@@ -234,12 +271,17 @@ def scan_command(
         )
     except (ScanError, RuleError) as exc:
         stop_progress()
+        if _debug():
+            raise
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     stop_progress()
     if do_compile != bool(offload_arch):
         raise click.UsageError("--compile and --offload-arch go together")
     compiled = None
+    problem = cache_problem()
+    if problem is not None and not no_cache:
+        click.echo(f"portcheck: {problem}", err=True)  # once: the cache folder is probed once
     if do_compile:
         assert offload_arch is not None
         compiled = _run_compile(
@@ -276,7 +318,14 @@ def scan_command(
         if new:
             sys.exit(EXIT_FAIL_UNDER)
     if fail_under is not None:
-        failing = {t: s for t, s in report.scores.items() if s < fail_under}
+        if nothing_to_score(report):
+            click.echo(
+                f"portcheck: --fail-under {fail_under} not met: {NOTHING_TO_SCORE} "
+                f"under {display_path(str(path))}",
+                err=True,
+            )
+            sys.exit(EXIT_FAIL_UNDER)
+        failing = {t: s for t, s in report.scores.items() if s is not None and s < fail_under}
         if failing:
             listed = ", ".join(f"{t} {s}" for t, s in failing.items())
             click.echo(f"portcheck: readiness below {fail_under}: {listed}", err=True)
@@ -309,12 +358,22 @@ def _emit(report: Report, fmt: str, output: Path | None) -> None:
         else:
             click.echo(formatter(fmt)(report), nl=False)
         return
+    _write_output(output, iter_json(report) if fmt == "json" else formatter(fmt)(report))
+    click.echo(f"portcheck: wrote {fmt} report to {display_path(str(output))}", err=True)
+
+
+def _write_output(output: Path, content: str | Iterable[str]) -> None:
+    """Write a report to `-o FILE` (resources.write_atomically: a symlink is followed, a
+    device or FIFO written in place, a regular file replaced atomically). An OS error is
+    one line naming the file and exit 2 (with --debug, the traceback)."""
     try:
-        write_atomically(output, iter_json(report) if fmt == "json" else formatter(fmt)(report))
+        write_atomically(output, content)
     except OSError as exc:
-        click.echo(f"Error: cannot write {output}: {exc.strerror or exc}", err=True)
+        if _debug():
+            raise
+        problem = exc.strerror or str(exc)
+        click.echo(f"Error: cannot write {display_path(str(output))}: {problem}", err=True)
         sys.exit(EXIT_USAGE)
-    click.echo(f"portcheck: wrote {fmt} report to {output}", err=True)
 
 
 @main.command("translate")
@@ -554,8 +613,10 @@ def compile_command(
     if output is None:
         click.echo(text, nl=False)
     else:
-        write_atomically(output, text)
-        click.echo(f"portcheck: wrote {fmt} compile report to {output}", err=True)
+        _write_output(output, text)
+        click.echo(
+            f"portcheck: wrote {fmt} compile report to {display_path(str(output))}", err=True
+        )
     if any(not r.ok for r in report.results):
         sys.exit(EXIT_FAIL_UNDER)
 

@@ -6,33 +6,35 @@ module's version), scanning the misses in a process pool (fork: workers inherit 
 loaded rules) in bounded batches so memory stays flat, and giving back FileScans in
 the candidates' order, so a parallel run equals a serial one.
 
-Across processes a Use travels without its ApiRule (the rule's name stands in) and the
-parent re-attaches the rule with one dictionary lookup.
+Results travel from the workers, and are stored, in portcheck.wire's plain JSON form:
+a use without its ApiRule (the rule's name stands in; the parent re-attaches it with one
+dictionary lookup). A stored entry that does not decode, or not to a scan of the file
+asked for, is a miss: the file is scanned again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import os
-import pickle
 import sqlite3
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from portcheck.discover import Candidate, read_candidate
 from portcheck.extract import Extractor, FileScan
-from portcheck.model import Language, Skipped, Use
+from portcheck.model import Language, Skipped
 from portcheck.python.rules import python_rules_digest
-from portcheck.resources import cache_dir
+from portcheck.resources import usable_cache_dir
 from portcheck.ruleset import RuleSet
+from portcheck.wire import WireError, decode_file_scan, encode_file_scan
 
-CACHE_VERSION = "scan-8"  # bump when extraction or checks change what they produce
+CACHE_VERSION = "scan-9"  # bump when extraction or checks change what they produce
 MIN_FILES_FOR_POOL = 16
 CHUNK_FILES = 8  # files per task sent to a worker...
 CHUNK_BYTES = 256 * 1024  # ...or fewer when they are large
@@ -62,44 +64,23 @@ def fewer_collections() -> Iterator[None]:
         gc.unfreeze()
 
 
-WireUse = tuple[str, str, str, str, Any, bool, str | None]
-
-
-def uses_to_wire(uses: Iterable[Use]) -> list[WireUse]:
-    """Uses as plain tuples, each rule replaced by its name (the receiver has the rules)."""
-    return [
-        (
-            u.name,
-            u.kind,
-            u.family,
-            u.path,
-            u.span,
-            u.in_device_code,
-            u.rule.cuda if u.rule else None,
-        )
-        for u in uses
-    ]
-
-
-def uses_from_wire(rows: Sequence[WireUse], rules: RuleSet) -> list[Use]:
-    # Each rule is looked up once; then one C-level dict.get per use (None stays None).
-    rule_of = {name: rules.lookup(name) for name in {row[6] for row in rows} if name}
-    get = rule_of.get
-    return [
-        Use(name, kind, family, path, span, device, get(rule))  # type: ignore[arg-type]
-        for name, kind, family, path, span, device, rule in rows
-    ]
-
-
 def _to_wire(scan: FileScan) -> bytes:
-    return pickle.dumps(
-        (replace(scan, uses=[]), uses_to_wire(scan.uses)), protocol=pickle.HIGHEST_PROTOCOL
-    )
+    return encode_file_scan(scan)
 
 
 def _from_wire(payload: bytes, rules: RuleSet) -> FileScan:
-    scan, uses = pickle.loads(payload)
-    scan.uses = uses_from_wire(uses, rules)
+    return decode_file_scan(payload, rules)
+
+
+def _from_cache(payload: bytes, candidate: Candidate, rules: RuleSet) -> FileScan | None:
+    """A cached scan of this candidate, or None when the entry is damaged, foreign or of
+    another file: then the file is scanned again (a cache only costs speed)."""
+    try:
+        scan = decode_file_scan(payload, rules)
+    except WireError:
+        return None
+    if scan.path != candidate.relpath or scan.language is not candidate.language:
+        return None
     return scan
 
 
@@ -117,20 +98,33 @@ class ScanCache:
         self.path = path
         self._db: sqlite3.Connection | None = None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, timeout=5)
-            self._db.execute("CREATE TABLE IF NOT EXISTS scans (key TEXT PRIMARY KEY, value BLOB)")
+            self._db = self._open(path)
+        except sqlite3.Error as exc:
+            # Not a database (damaged, or something else under our name): start afresh.
+            # Anything else (locked, unreadable) leaves it alone: no cache only costs speed.
+            if type(exc) is sqlite3.DatabaseError:
+                with contextlib.suppress(OSError, sqlite3.Error):
+                    path.unlink()
+                    self._db = self._open(path)
+
+    @staticmethod
+    def _open(path: Path) -> sqlite3.Connection:
+        db = sqlite3.connect(path, timeout=5)
+        try:
+            db.execute("CREATE TABLE IF NOT EXISTS scans (key TEXT PRIMARY KEY, value BLOB)")
             # What the last scan of each tree recorded of its files (read_all_keyed).
-            self._db.execute(
+            db.execute(
                 "CREATE TABLE IF NOT EXISTS files (tree TEXT, relpath TEXT, stamp TEXT,"
                 " context TEXT, recorded INTEGER, state TEXT, PRIMARY KEY (tree, relpath))"
             )
             # The last report of each scanned tree, with the key of all its inputs.
-            self._db.execute(
+            db.execute(
                 "CREATE TABLE IF NOT EXISTS reports (slot TEXT PRIMARY KEY, key TEXT, value BLOB)"
             )
         except sqlite3.Error:
-            self._db = None  # an unusable cache only costs speed
+            db.close()
+            raise
+        return db
 
     def _rows(self, sql: str, params: Sequence[object]) -> list[Any]:
         """The rows a query gives; none when the cache is unusable (it only costs speed)."""
@@ -153,7 +147,7 @@ class ScanCache:
 
     def get(self, key: str) -> bytes | None:
         rows = self._rows("SELECT value FROM scans WHERE key = ?", (key,))
-        return bytes(rows[0][0]) if rows else None
+        return _blob(rows)
 
     def present(self, keys: Sequence[str]) -> set[str]:
         """Which of these keys have a stored result (without reading the results)."""
@@ -177,7 +171,12 @@ class ScanCache:
         rows = self._rows(
             "SELECT relpath, stamp, context, recorded, state FROM files WHERE tree = ?", (tree,)
         )
-        return {row[0]: (row[1], row[2], row[3], row[4]) for row in rows}
+        # A damaged row (wrong types) is not trusted: that file is read and hashed again.
+        return {
+            row[0]: (row[1], row[2], row[3], row[4])
+            for row in rows
+            if tuple(map(type, row)) == _FILE_STATE_TYPES
+        }
 
     def put_file_states(self, tree: str, states: dict[str, FileState]) -> None:
         """Record the files of `tree` as they are now (replacing what was recorded)."""
@@ -194,7 +193,7 @@ class ScanCache:
     def get_report(self, slot: str, key: str) -> bytes | None:
         """The report stored for tree `slot`, if it was made from inputs with this key."""
         rows = self._rows("SELECT value FROM reports WHERE slot = ? AND key = ?", (slot, key))
-        return bytes(rows[0][0]) if rows else None
+        return _blob(rows)
 
     def put_report(self, slot: str, key: str, value: bytes) -> None:
         """Remember the report of tree `slot` (replacing the previous one: one per tree)."""
@@ -209,8 +208,22 @@ class ScanCache:
             self._db.close()
 
 
-def default_cache_path() -> Path:
-    return cache_dir() / "scan-cache.sqlite"
+_FILE_STATE_TYPES = (str, str, str, int, str)
+
+
+def _blob(rows: list[Any]) -> bytes | None:
+    """The stored value of a one-row answer; None unless it is bytes (a planted integer
+    would otherwise become a buffer of that many zero bytes)."""
+    if not rows or not isinstance(rows[0][0], bytes):
+        return None
+    value: bytes = rows[0][0]
+    return value
+
+
+def default_cache_path() -> Path | None:
+    """The scan cache's file, or None when the cache folder cannot be used."""
+    folder = usable_cache_dir()
+    return None if folder is None else folder / "scan-cache.sqlite"
 
 
 def _key_context(extractor: Extractor) -> str:
@@ -423,8 +436,9 @@ def scan_candidates(
         for read in reads:
             candidate, data, key = read.candidate, read.data, read.key
             payload = cache.get(key) if cache is not None and key else None
-            if payload is not None:
-                slots.append([candidate, _from_wire(payload, extractor.rules)])
+            cached = _from_cache(payload, candidate, extractor.rules) if payload else None
+            if cached is not None:
+                slots.append([candidate, cached])
                 yield from drain(WINDOW_CHUNKS * workers)
                 continue
             if data is REREAD:  # its bytes were not kept (or not read at all): read them now
@@ -439,7 +453,7 @@ def scan_candidates(
                 chunk_bytes += len(data)
                 if len(chunk) >= CHUNK_FILES or chunk_bytes >= CHUNK_BYTES:
                     flush()
-            else:  # in-process: no round trip through pickle unless the cache wants it
+            else:  # in-process: no round trip through the wire form unless the cache wants it
                 scanned = extractor.scan_file(candidate.relpath, candidate.language, data)
                 slots.append([candidate, scanned])
                 if cache is not None and key:

@@ -512,7 +512,7 @@ class Report:
     findings: tuple[Finding, ...]
     skipped: tuple[Skipped, ...]
     kernels: tuple[Kernel, ...]
-    scores: Mapping[str, int]
+    scores: Mapping[str, int | None]  # None: nothing to score (no CUDA found)
     effort: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
     compile_results: tuple[object, ...] = ()  # portcheck.compile.CompileResult, with --compile
     seconds: float = 0.0

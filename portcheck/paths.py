@@ -15,6 +15,8 @@ def display_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> s
     except UnicodeEncodeError:  # a str with surrogates no file system produced
         raw = os.fspath(path).encode("utf-8", "surrogatepass")  # type: ignore[union-attr]
     text = raw.decode("utf-8", "surrogateescape").replace("\\", "\\\\")
+    if text.isprintable():
+        return text  # the common case, at C speed
     return "".join(char if char.isprintable() else _escape(char) for char in text)
 
 

@@ -8,20 +8,22 @@ error that names the file, the entry and the key.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
-import marshal
-import sys
+import json
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib.resources.abc import Traversable
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from portcheck.model import TARGETS, ApiRule, Status, Verdicts
-from portcheck.resources import cache_dir, data_dir, write_bytes_atomically
+from portcheck.resources import data_dir, usable_cache_dir, write_atomically
 
 SCHEMA = "portcheck.rules/1"
 # Bump when validation or the cached form changes, so old caches are not reused.
@@ -45,22 +47,71 @@ class YamlSyntaxError(ValueError):
     """Text that is not valid YAML; the message is the parser's."""
 
 
-# marshal's format belongs to one Python version: caches written with it name the version.
-_MARSHAL_TAG = f"py{sys.version_info[0]}{sys.version_info[1]}m{marshal.version}"
+CACHE_FORMAT = "portcheck.rules-cache/1"
+
+
+def _cache_entry(source_digest: str, payload: object) -> bytes | None:
+    """A cache file: a header line naming the digest of the source it was made from and
+    the digest of the payload, then the payload as JSON (data only: reading it runs no
+    code). None when JSON cannot hold the payload exactly (YAML dates, integer keys)."""
+    try:
+        body = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except (TypeError, ValueError):
+        return None
+    if json.loads(body) != payload:
+        return None  # e.g. integer keys would come back as strings
+    header = {
+        "format": CACHE_FORMAT,
+        "source": source_digest,
+        "payload": hashlib.sha256(body).hexdigest(),
+    }
+    return json.dumps(header).encode("ascii") + b"\n" + body
+
+
+def _read_cache_entry(path: Path, source_digest: str) -> Any:
+    """The payload of a cache file made from this exact source, or None: missing,
+    unreadable, made from another source, or damaged (its payload digest does not match)
+    all mean "rebuild from the YAML", so a damaged cache can never change the rules."""
+    try:
+        data = path.read_bytes()
+        head, _, body = data.partition(b"\n")
+        header = json.loads(head)
+        if (
+            type(header) is not dict
+            or header.get("format") != CACHE_FORMAT
+            or header.get("source") != source_digest
+            or header.get("payload") != hashlib.sha256(body).hexdigest()
+        ):
+            return None
+        return json.loads(body)
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def _write_cache_entry(path: Path, source_digest: str, payload: object) -> None:
+    entry = _cache_entry(source_digest, payload)
+    if entry is None:
+        return  # JSON cannot hold it exactly: parsed again next time
+    with contextlib.suppress(OSError):  # the folder went away: parsed again next time
+        write_atomically(path, entry, make_parents=True)
 
 
 def load_yaml(text: str, *, cache: bool = True) -> Any:
     """Parse YAML (with libyaml when available). With `cache`, the parsed data is kept
     under the cache folder by a hash of the text, so the shipped hazard and Python rule
-    files cost neither importing PyYAML nor parsing on every run (~0.05 s together)."""
+    files cost neither importing PyYAML nor parsing on every run (~0.05 s together).
+    The data comes back only from an entry made from this exact text (see
+    _read_cache_entry); the loaders validate it as they would fresh YAML."""
     path = None
+    digest = ""
     if cache:
-        digest = hashlib.sha256(text.encode()).hexdigest()[:24]
-        path = cache_dir() / f"yaml-{digest}-{_MARSHAL_TAG}.bin"
-        try:
-            return marshal.loads(path.read_bytes())
-        except (OSError, ValueError, EOFError, TypeError):
-            pass  # not cached yet, or damaged: parse
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        folder = usable_cache_dir()
+        if folder is not None:
+            path = folder / f"yaml-{digest[:24]}.json"
+            doc = _read_cache_entry(path, digest)
+            if doc is not None:
+                return doc
     import yaml
 
     try:
@@ -68,9 +119,7 @@ def load_yaml(text: str, *, cache: bool = True) -> Any:
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(str(exc)) from None
     if path is not None:
-        # A read-only cache folder, or data marshal cannot hold (YAML dates): not cached.
-        with contextlib.suppress(OSError, ValueError):
-            write_bytes_atomically(path, marshal.dumps(doc))
+        _write_cache_entry(path, digest, doc)
     return doc
 
 
@@ -298,24 +347,33 @@ def _row(rule: ApiRule) -> Row:
 
 
 class RuleTable(Mapping[str, ApiRule]):
-    """The rules by CUDA name, read from the cache as compact rows; each ApiRule is built
-    the first time it is looked up. A scan touches a few hundred of the ~9,500 names, and
-    building them all took longer (~0.1 s) than the rest of a cached re-scan's start-up."""
+    """The rules by CUDA name, read from the cache as packed rows (indices into a table of
+    strings, -1 for none); each ApiRule is built the first time it is looked up. A scan
+    touches a few hundred of the ~9,500 names, and building them all took longer (~0.1 s)
+    than the rest of a cached re-scan's start-up."""
 
-    __slots__ = ("_built", "_rows", "_verdicts")
+    __slots__ = ("_built", "_cells", "_index", "_strings", "_verdicts")
 
-    def __init__(self, rows: dict[str, Row]) -> None:
-        self._rows = rows
+    def __init__(self, strings: list[str], cells: array) -> None:
+        self._strings = strings
+        self._cells = cells  # ROW_WIDTH per rule: the name, then a Row
+        self._index = dict(
+            zip(
+                map(strings.__getitem__, cells[0::ROW_WIDTH]),
+                range(0, len(cells), ROW_WIDTH),
+                strict=True,
+            )
+        )
         self._built: dict[str, ApiRule] = {}
         self._verdicts: dict[tuple[str | None, ...], Verdicts] = {}
 
     def get(self, name: str, default: ApiRule | None = None) -> ApiRule | None:  # type: ignore[override]
         rule = self._built.get(name)
         if rule is None:
-            row = self._rows.get(name)
-            if row is None:
+            start = self._index.get(name)
+            if start is None:
                 return default
-            rule = self._built[name] = self._build(name, row)
+            rule = self._built[name] = self._build(name, self._row(start))
         return rule
 
     def __getitem__(self, name: str) -> ApiRule:
@@ -325,16 +383,24 @@ class RuleTable(Mapping[str, ApiRule]):
         return rule
 
     def __contains__(self, name: object) -> bool:
-        return name in self._rows
+        return name in self._index
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
+        return iter(self._index)
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._index)
 
     def kinds(self) -> Iterator[tuple[str, str]]:
-        return ((name, str(row[1])) for name, row in self._rows.items())
+        strings, cells = self._strings, self._cells
+        return ((name, strings[cells[start + 2]]) for name, start in self._index.items())
+
+    def _row(self, start: int) -> Row:
+        strings = self._strings
+        return tuple(
+            None if cell < 0 else strings[cell]
+            for cell in self._cells[start + 1 : start + ROW_WIDTH]
+        )
 
     def _build(self, name: str, row: Row) -> ApiRule:
         family, kind, hip, *rest = row
@@ -354,52 +420,85 @@ class RuleTable(Mapping[str, ApiRule]):
         )
 
 
-def _cache_path(digest: str) -> Path:
-    return cache_dir() / f"rules-{digest[:24]}-{_MARSHAL_TAG}.bin"
+ROW_WIDTH = 1 + 3 + 2 * len(TARGETS) + len(_OPTIONAL)  # the name, then a Row
+_STATUS_VALUES = frozenset(_STATUS_BY_VALUE)
 
 
-def _read_cache(path: Path) -> RuleSet | None:
+def _cache_path(digest: str) -> Path | None:
+    folder = usable_cache_dir()
+    return None if folder is None else folder / f"rules-{digest[:24]}.json"
+
+
+def _read_cache(path: Path, digest: str) -> RuleSet | None:
+    """The validated rule set cached from rule files with this digest, or None (then the
+    YAML is validated again). Beyond the digests, the rows are checked for shape, so even
+    a forged entry cannot put a value the rules never hold into a report."""
+    payload = _read_cache_entry(path, digest)
+    if type(payload) is not dict or set(payload) != {"strings", "cells", "titles"}:
+        return None
+    strings, titles = payload["strings"], payload["titles"]
+    if type(strings) is not list or not set(map(type, strings)) <= {str}:
+        return None
+    if type(titles) is not dict or not set(map(type, titles.values())) <= {str}:
+        return None
     try:
-        rows, titles = marshal.loads(path.read_bytes())
-        if not isinstance(rows, dict) or not isinstance(titles, dict):
-            return None
-        return RuleSet(rules=RuleTable(rows), titles=titles)
-    except (OSError, ValueError, EOFError, TypeError):
-        return None  # missing or damaged: rebuild from the YAML
+        cells = array("i", base64.b64decode(payload["cells"], validate=True))
+    except (TypeError, ValueError):
+        return None
+    distinct = set(cells)  # one pass over the cells; the bounds from the few distinct
+    if len(cells) % ROW_WIDTH or (
+        distinct and (min(distinct) < -1 or max(distinct) >= len(strings))
+    ):
+        return None
+    names, families, kinds = (cells[i::ROW_WIDTH] for i in range(3))
+    if cells and min(min(names), min(families), min(kinds)) < 0:
+        return None  # every rule has a name, a family and a kind
+    if len(set(names)) != len(names):
+        return None  # and each name is there once
+    statuses = set(chain.from_iterable(cells[i::ROW_WIDTH] for i in range(4, 4 + len(TARGETS))))
+    if -1 in statuses or not {strings[i] for i in statuses} <= _STATUS_VALUES:
+        return None
+    if not {strings[i] for i in set(kinds)} <= KINDS:
+        return None
+    return RuleSet(rules=RuleTable(strings, cells), titles=titles)
 
 
-def _write_cache(path: Path, ruleset: RuleSet) -> None:
-    # The same provenance text recurs on thousands of rules: store each string once.
-    strings: dict[str, str] = {}
-    rows = {
-        name: tuple(strings.setdefault(v, v) if isinstance(v, str) else v for v in _row(rule))
-        for name, rule in ruleset.rules.items()
+def _write_cache(path: Path, digest: str, ruleset: RuleSet) -> None:
+    index: dict[str, int] = {}
+    cells = array("i")
+    for name, rule in ruleset.rules.items():
+        for value in (name, *_row(rule)):
+            cells.append(-1 if value is None else index.setdefault(value, len(index)))
+    payload = {
+        "strings": list(index),
+        "cells": base64.b64encode(cells.tobytes()).decode("ascii"),
+        "titles": dict(ruleset.titles),
     }
-    with contextlib.suppress(OSError):  # a read-only home: the next run parses the YAML again
-        write_bytes_atomically(path, marshal.dumps((rows, dict(ruleset.titles))))
+    _write_cache_entry(path, digest, payload)
 
 
 def load_rules(folder: Traversable | Path | None = None, use_cache: bool = True) -> RuleSet:
     """Load and validate every family file in `folder` (default: the shipped rules/).
 
     Parsing and validating thousands of YAML entries takes about a second, so the
-    validated result is cached (marshal) under ~/.cache/portcheck (or
+    validated result is cached (JSON) under ~/.cache/portcheck (or
     $PORTCHECK_CACHE_DIR), keyed by a hash of the files' bytes and the loader version:
-    an edited rule file is always re-validated.
+    an edited rule file is always re-validated, and so is a damaged cache.
     """
     folder = data_dir("rules") if folder is None else folder
     files = [(file.name, file.read_bytes()) for file in _rule_files(folder)]
     digest = hashlib.sha256(LOADER_VERSION.encode())
     for name, content in files:
         digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
-    cache_path = _cache_path(digest.hexdigest())
-    if use_cache:
-        cached = _read_cache(cache_path)
+    hexdigest = digest.hexdigest()
+    cache_path = _cache_path(hexdigest) if use_cache else None
+    if cache_path is not None:
+        cached = _read_cache(cache_path, hexdigest)
         if cached is not None:
-            return replace(cached, digest=digest.hexdigest())
-    ruleset = replace(_validate_files(files), digest=digest.hexdigest())
-    if use_cache:
-        _write_cache(cache_path, ruleset)
+            return replace(cached, digest=hexdigest)
+    ruleset = replace(_validate_files(files), digest=hexdigest)
+    if cache_path is not None:
+        _write_cache(cache_path, hexdigest, ruleset)
     return ruleset
 
 

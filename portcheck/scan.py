@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import pickle
+import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -22,8 +22,6 @@ from portcheck.engine import (
     read_files,
     scan_candidates,
     tree_key,
-    uses_from_wire,
-    uses_to_wire,
 )
 from portcheck.extract import Extractor, FileScan
 from portcheck.graph import Node, build_call_graph, kernels_reaching
@@ -44,9 +42,11 @@ from portcheck.model import (
     Target,
     Use,
 )
+from portcheck.paths import display_path
 from portcheck.project import ProjectFacts
 from portcheck.ruleset import RuleSet, default_rules
-from portcheck.score import effort, scores
+from portcheck.score import effort, project_scores, scores
+from portcheck.wire import WireError, decode_report, encode_report
 
 ProgressCallback = Callable[[int, int, str], None]  # (done, total, current path)
 
@@ -95,8 +95,7 @@ def scan(
     """
     started = time.perf_counter()
     root = Path(path)
-    if not root.exists():
-        raise ScanError(f"path does not exist: {root}")
+    _check_root(root)
     chosen = parse_targets(targets)
     try:
         ignored = resolve_ignores(ignore)
@@ -106,6 +105,34 @@ def scan(
     with fewer_collections():
         report = _scan_tree(root, chosen, extractor, exclude, max_file_bytes, jobs, cache, progress)
     return replace(report, seconds=time.perf_counter() - started)
+
+
+def _check_root(root: Path) -> None:
+    """A PATH that can be scanned: a folder or a regular file (a FIFO or a device would
+    block or never end). Raises ScanError with one line for the user."""
+    shown = display_path(str(root))
+    try:
+        mode = root.stat().st_mode
+    except FileNotFoundError:
+        kind = "a broken symbolic link" if root.is_symlink() else "it does not exist"
+        raise ScanError(f"cannot scan {shown}: {kind}") from None
+    except OSError as exc:
+        raise ScanError(f"cannot scan {shown}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise ScanError(f"cannot scan {shown}: permission denied")
+    elif not stat.S_ISREG(mode):
+        raise ScanError(f"cannot scan {shown}: {_file_kind(mode)}, not a source file or folder")
+    elif not os.access(root, os.R_OK):
+        raise ScanError(f"cannot scan {shown}: permission denied")
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a socket" if stat.S_ISSOCK(mode) else "not a regular file"
 
 
 def _scan_tree(
@@ -129,11 +156,13 @@ def _scan_tree(
     # Files are scanned in parallel processes (jobs, default: all cores) and remembered in
     # a content-hash cache. The whole report is remembered too, under a key of all the
     # inputs, and so is each file's stamp: a re-scan of an unchanged tree opens no file.
-    if not cache:
+    # A cache folder that cannot be used means no cache (resources.cache_problem says why).
+    cache_path = default_cache_path() if cache else None
+    if cache_path is None:
         reads: Iterable[Read] = read_files(candidates)
         scans = _scan(reads, candidates, extractor, jobs, None, progress, skipped)
         return _assemble(root, chosen, scans, skipped)
-    scan_cache = ScanCache(default_cache_path())
+    scan_cache = ScanCache(cache_path)
     try:
         slot = os.path.realpath(root)
         known = scan_cache.file_states(slot)
@@ -182,19 +211,9 @@ def _scan(
     return scans
 
 
-MEMO_CHUNK_USES = 50_000
-
-
 def _memo_dump(report: Report) -> bytes:
-    """The report, its uses pickled in chunks: one pickle of half a million uses keeps a
-    memo entry per object, and the first cached scan of a million generated lines peaked
-    at 840 MiB; in chunks, 700 MiB (480 MiB with --no-cache, which keeps nothing)."""
-    uses = report.uses
-    chunks = [
-        pickle.dumps(uses_to_wire(uses[i : i + MEMO_CHUNK_USES]), protocol=pickle.HIGHEST_PROTOCOL)
-        for i in range(0, len(uses), MEMO_CHUNK_USES)
-    ]
-    return pickle.dumps((replace(report, uses=()), chunks), protocol=pickle.HIGHEST_PROTOCOL)
+    """The report as the cache keeps it (portcheck.wire's JSON form)."""
+    return encode_report(report)
 
 
 def _memo_get(cache: ScanCache, slot: str, key: str, root: Path, rules: RuleSet) -> Report | None:
@@ -204,18 +223,15 @@ def _memo_get(cache: ScanCache, slot: str, key: str, root: Path, rules: RuleSet)
     if payload is None:
         return None
     try:
-        report, chunks = pickle.loads(payload)
-        uses = [use for chunk in chunks for use in uses_from_wire(pickle.loads(chunk), rules)]
-    except Exception:  # a damaged or foreign entry only costs a re-scan
-        return None
-    if not isinstance(report, Report):
+        report = decode_report(payload, rules)
+    except WireError:  # a damaged or foreign entry only costs a re-scan
         return None
     if report.python is not None:
         for extension in report.python.extensions:
             fresh = _with_missing_sources(root, replace(extension, missing=()))
             if fresh.missing != extension.missing:
                 return None
-    return replace(report, uses=tuple(uses))
+    return report
 
 
 def _with_missing_sources(root: Path, extension: Extension) -> Extension:
@@ -328,10 +344,26 @@ def _assemble(
         findings=tuple(findings),
         skipped=tuple(sorted(skipped, key=lambda s: s.path)),
         kernels=kernels,
-        scores=scores(scored_uses, counted_findings, targets),
+        scores=_project_scores(uses, findings, scored_uses, counted_findings, targets),
         effort=effort(scored_uses, counted_findings, targets),
         amd_paths=tuple(facts.amd_paths()),
     )
+
+
+def _project_scores(
+    uses: list[Use],
+    findings: list[Finding],
+    scored_uses: list[Use],
+    counted: list[Finding],
+    targets: tuple[Target, ...],
+) -> dict[str, int | None]:
+    """None for every route when there is no CUDA at all; 100 when all there is already has
+    an AMD path (nothing left to port); else the readiness of what is left."""
+    if not uses and not findings:
+        return project_scores([], [], targets)
+    if not scored_uses and not counted:
+        return {str(t): 100 for t in targets}
+    return project_scores(scored_uses, counted, targets)
 
 
 @dataclass(frozen=True, slots=True)

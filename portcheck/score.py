@@ -83,21 +83,32 @@ def work_items(
     return _items(_statuses(uses), findings, target)
 
 
-def _percent(items: Mapping[tuple[str, ...], tuple[str, Status]]) -> int:
+def _percent(items: Mapping[tuple[str, ...], tuple[str, Status]]) -> int | None:
+    """The mean credit as a percentage; None when there is nothing to judge."""
     if not items:
-        return 100  # nothing to port
+        return None
     return round(100 * sum(CREDIT[status] for _, status in items.values()) / len(items))
 
 
-def readiness(uses: Iterable[Judged], findings: Iterable[Hazard], target: str) -> int:
+def readiness(uses: Iterable[Judged], findings: Iterable[Hazard], target: str) -> int | None:
     return _percent(work_items(uses, findings, target))
+
+
+def project_scores(
+    uses: Sequence[Judged], findings: Sequence[Hazard], targets: Sequence[str]
+) -> dict[str, int | None]:
+    """Readiness per target; None for every target when nothing was found to judge (no
+    CUDA): a score of 100 would let `--fail-under` pass on a tree without CUDA."""
+    statuses = _statuses(uses)  # once for all targets
+    return {str(t): _percent(_items(statuses, findings, t)) for t in targets}
 
 
 def scores(
     uses: Sequence[Judged], findings: Sequence[Hazard], targets: Sequence[str]
 ) -> dict[str, int]:
-    statuses = _statuses(uses)  # once for all targets
-    return {str(target): _percent(_items(statuses, findings, target)) for target in targets}
+    """Readiness per target of one file or of the Python section: 100 when there is
+    nothing in it to port."""
+    return {t: 100 if s is None else s for t, s in project_scores(uses, findings, targets).items()}
 
 
 def category(kind: str, status: Status, target: str) -> str | None:

@@ -354,7 +354,7 @@ def test_a_timeout_kills_hipcc_with_its_children_and_is_not_cached(tmp_path, han
     assert "1 s" in result.explanation
     (child,) = _children(hanging_hipcc)
     assert _none_alive([child]), f"sleep {child} survived the timeout"
-    assert not list(cache.rglob("*.json"))
+    assert not list((cache / "compile").rglob("*.json"))  # no compile result kept
     (again,) = compile_tree(tmp_path / "src", "gfx90a", timeout=1.0).results
     assert again.failure_class == "timeout" and not again.cached
     assert len(_children(hanging_hipcc)) == 2  # it ran again
@@ -385,7 +385,7 @@ def test_an_interrupt_leaves_no_hipcc_behind_and_exits_cleanly(
         "portcheck: interrupted; hipcc stopped, nothing half-built was cached"
     ]
     assert _none_alive(children), "a hipcc child survived the interrupt"
-    assert not list(cache.rglob("*.json"))
+    assert not list((cache / "compile").rglob("*.json"))  # no compile result kept
 
 
 def test_jobs_above_the_cpu_count_are_capped_with_a_warning(tmp_path, hanging_hipcc, cache):

@@ -142,7 +142,7 @@ def test_validated_rules_are_cached_and_an_edit_invalidates_the_cache(tmp_path, 
     monkeypatch.setenv("PORTCHECK_CACHE_DIR", str(cache))
     folder = write(tmp_path, "runtime.yaml", HEADER + GOOD_ENTRY)
     first = load_rules(folder)
-    (cached_file,) = cache.glob("rules-*.bin")
+    (cached_file,) = cache.glob("rules-*.json")
     again = load_rules(folder)
     assert again.lookup("cudaMalloc") == first.lookup("cudaMalloc")
     # An edited rule file is validated again (and a bad edit is caught), never served stale.
@@ -153,7 +153,7 @@ def test_validated_rules_are_cached_and_an_edit_invalidates_the_cache(tmp_path, 
         load_rules(folder)
     # A damaged cache file is ignored, not trusted.
     write(tmp_path, "runtime.yaml", HEADER + GOOD_ENTRY)
-    cached_file.write_bytes(b"\x00not marshal")
+    cached_file.write_bytes(b"\x00not JSON")
     assert load_rules(folder).lookup("cudaMalloc").hip == "hipMalloc"
 
 

@@ -24,6 +24,11 @@ from markupsafe import Markup, escape
 
 from portcheck.checks import catalogue
 from portcheck.model import Finding, PyUse, Report, Severity, Status, Target, Use
+from portcheck.report import (
+    NOTHING_TO_SCORE_SENTENCE,
+    for_display,
+    parse_error_files,
+)
 from portcheck.report.compile import CLASS_TITLE
 from portcheck.report.text import (
     PY_ROUTE_BLURB,
@@ -64,7 +69,7 @@ CHART_TOP = 6
 
 def render_html(report: Report) -> str:
     """The report as one self-contained HTML document."""
-    return _environment().get_template(TEMPLATE).render(**_context(report))
+    return _environment().get_template(TEMPLATE).render(**_context(for_display(report)))
 
 
 class _DataDirLoader(BaseLoader):
@@ -122,7 +127,7 @@ class Route:
     target: str
     title: str
     blurb: str
-    score: int
+    score: int | None  # None: nothing to score
     tone: str
     hours: float
     categories: dict[str, dict[str, float]]
@@ -185,6 +190,7 @@ def _context(report: Report) -> dict[str, object]:
         "names": _names(report),
         "families": sorted({u.family for u in report.uses}),
         "files": _files(report),
+        "parse_errors": parse_error_files(report),
         "languages": sorted({str(f.language) for f in report.files}),
         "kernels": report.kernels,
         "kernel_slugs": sorted({s for k in report.kernels for s in k.findings}),
@@ -242,7 +248,9 @@ def _python(report: Report) -> dict[str, object] | None:
     }
 
 
-def _tone(score: int) -> str:
+def _tone(score: int | None) -> str:
+    if score is None:
+        return "none"
     return "good" if score >= 90 else "fair" if score >= 70 else "poor"
 
 
@@ -433,9 +441,12 @@ def _recommendation(routes: list[Route]) -> str:
     """One sentence that follows from the scores and hours, whatever the project."""
     if not routes:
         return "No route was assessed."
+    if all(r.score is None for r in routes):
+        return f"{NOTHING_TO_SCORE_SENTENCE} in the scanned files: no route has a score."
+    routes = [r for r in routes if r.score is not None]
     if all(r.score == 100 for r in routes) and not any(r.hours for r in routes):
         return "Nothing to port: no CUDA construct that needs work was found."
-    best = max(routes, key=lambda r: (r.score, -r.hours))
+    best = max(routes, key=lambda r: (r.score or 0, -r.hours))
     rewrites = int(best.categories.get("rewrite", {}).get("items", 0))
     reviews = int(best.categories.get("review", {}).get("items", 0))
     needs = []
@@ -453,7 +464,7 @@ def _recommendation(routes: list[Route]) -> str:
     if len(routes) == 1:
         return lead
     others = []
-    for route in sorted((r for r in routes if r is not best), key=lambda r: -r.score):
+    for route in sorted((r for r in routes if r is not best), key=lambda r: -(r.score or 0)):
         others.append(
             f"{route.title} scores {route.score} (~{_hours(route.hours)} h; {route.blocked_by})"
         )

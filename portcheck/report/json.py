@@ -1,7 +1,11 @@
 """The `portcheck.report/1` JSON document (see the Interfaces contract in DESIGN.md).
 
 `iter_json` streams it piece by piece, one list entry at a time, so that a report on a
-million lines is written without holding the whole document in memory twice."""
+million lines is written without holding the whole document in memory twice.
+
+The text is ASCII: every other character is a JSON escape. Paths keep every character
+(even a control character or an undecodable byte, as `\\u001b` or `\\udcff`), and none
+reaches a terminal or a log raw."""
 
 from __future__ import annotations
 
@@ -9,10 +13,11 @@ import json
 from collections.abc import Iterable, Iterator
 
 from portcheck.model import Finding, Report, Use
+from portcheck.report import parse_error_files
 
 SCHEMA = "portcheck.report/1"
-_encode = json.JSONEncoder(ensure_ascii=False).encode  # built once: json.dumps rebuilds it per call
-_string = json.encoder.encode_basestring  # type: ignore[attr-defined]  # C, as _encode uses
+_encode = json.JSONEncoder().encode  # built once: json.dumps rebuilds it per call
+_string = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]  # C, as _encode uses
 BATCH = 512  # list entries per piece of text yielded
 
 
@@ -25,6 +30,7 @@ def _head(report: Report) -> dict[str, object]:
         "distinct_names": report.distinct_names,
         "unknown_names": report.unknown_names,
         "findings": len(report.findings),
+        "files_with_parse_errors": len(parse_error_files(report)),
         "kernels": len(report.kernels),
         "amd_paths": len(report.amd_paths),
         "amd_alternative_findings": sum(1 for f in report.findings if f.amd_alternative),
@@ -111,7 +117,7 @@ def iter_json(report: Report) -> Iterator[str]:
     yield "{"
     first = True
     for key, value in _head(report).items():
-        text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+        text = json.dumps(value, indent=2).replace("\n", "\n  ")
         yield ("" if first else ",") + f"\n  {json.dumps(key)}: {text}"
         first = False
     for key, items in _lists(report).items():
@@ -133,7 +139,7 @@ def iter_json(report: Report) -> Iterator[str]:
         hipcc = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
         yield f',\n  "hipcc": {json.dumps(hipcc)}'
     if report.python is not None:
-        text = json.dumps(report.python.to_dict(), indent=2, ensure_ascii=False)
+        text = json.dumps(report.python.to_dict(), indent=2)
         yield ',\n  "python": ' + text.replace("\n", "\n  ")
     yield "\n}\n"
 

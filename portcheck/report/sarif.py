@@ -4,11 +4,19 @@ catalogue as rules, one result per finding with a physical location."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from urllib.parse import quote
 
 from portcheck.checks import HazardSpec, catalogue
 from portcheck.model import Finding, PyFinding, Report, Severity, Span
+from portcheck.paths import display_path
 from portcheck.python.rules import PyHazardSpec, python_rules
+from portcheck.report import (
+    NOTHING_TO_SCORE_SENTENCE,
+    nothing_to_score,
+    parse_error_files,
+)
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {
@@ -62,11 +70,55 @@ def report_to_sarif(report: Report) -> dict[str, object]:
                     }
                 },
                 "originalUriBaseIds": {"SRCROOT": {"uri": root_uri}},
+                "invocations": [_invocation(report)],
                 "results": results,
                 "properties": {"scores": dict(report.scores)},
             }
         ],
     }
+
+
+def _invocation(report: Report) -> dict[str, object]:
+    """What a reader of the results must know about the run itself: the files whose parse
+    had errors (findings there may be incomplete), and a tree with nothing to score."""
+    notes: list[dict[str, object]] = [
+        {
+            "level": "warning",
+            "descriptor": {"id": "parse-error"},
+            "message": {
+                "text": f"{display_path(f.path)}: {f.parse_errors} parse error(s); uses and "
+                "findings in this file may be incomplete"
+            },
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(f.path), "uriBaseId": "SRCROOT"}
+                    }
+                }
+            ],
+        }
+        for f in parse_error_files(report)
+    ]
+    if nothing_to_score(report):
+        notes.append(
+            {
+                "level": "warning",
+                "descriptor": {"id": "nothing-to-score"},
+                "message": {"text": f"{NOTHING_TO_SCORE_SENTENCE}: no route has a score."},
+            }
+        )
+    invocation: dict[str, object] = {"executionSuccessful": True}
+    if notes:
+        invocation["toolExecutionNotifications"] = notes
+    return invocation
+
+
+def _uri(path: str) -> str:
+    """A relative path as a URI reference: as it is when every character is printable;
+    otherwise percent-encoded from its bytes (control characters, undecodable bytes)."""
+    if path.isprintable():
+        return path
+    return quote(os.fsencode(path), safe="/")
 
 
 def _rule(spec: HazardSpec | PyHazardSpec, markdown: str, tags: list[str]) -> dict[str, object]:
@@ -99,7 +151,7 @@ def _result(
 def _location(path: str, span: Span) -> dict[str, object]:
     return {
         "physicalLocation": {
-            "artifactLocation": {"uri": path, "uriBaseId": "SRCROOT"},
+            "artifactLocation": {"uri": _uri(path), "uriBaseId": "SRCROOT"},
             "region": {
                 "startLine": span.line,
                 "startColumn": span.column,
@@ -111,4 +163,4 @@ def _location(path: str, span: Span) -> dict[str, object]:
 
 
 def render_sarif(report: Report) -> str:
-    return json.dumps(report_to_sarif(report), indent=2) + "\n"
+    return json.dumps(report_to_sarif(report), indent=2) + "\n"  # ASCII: nothing raw

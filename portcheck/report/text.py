@@ -11,6 +11,13 @@ from rich.text import Text
 
 from portcheck.checks import catalogue
 from portcheck.model import Report, Status, Target, Use
+from portcheck.report import (
+    NOTHING_TO_SCORE,
+    NOTHING_TO_SCORE_SENTENCE,
+    for_display,
+    nothing_to_score,
+    parse_error_files,
+)
 
 STATUS_STYLE = {
     Status.SUPPORTED: "green",
@@ -45,6 +52,7 @@ def _score_style(score: int) -> str:
 
 
 def render_text(report: Report, color: bool = False, width: int = 120) -> str:
+    report = for_display(report)  # no file name reaches the terminal raw
     buffer = io.StringIO()
     console = Console(
         file=buffer,
@@ -60,6 +68,7 @@ def render_text(report: Report, color: bool = False, width: int = 120) -> str:
         _families(console, report)
         _attention(console, report)
         _unknown(console, report)
+    _parse_errors(console, report)
     _findings(console, report)
     _kernels(console, report)
     _effort(console, report)
@@ -76,20 +85,30 @@ def render_text(report: Report, color: bool = False, width: int = 120) -> str:
 
 def _header(console: Console, report: Report) -> None:
     distinct = report.distinct_names
+    title = Text(f"portcheck {report.tool_version}", style="bold")
+    title.append(f" — {report.root}")  # plain text: a folder named "[red]" is not markup
+    console.print(title)
     console.print(
-        f"[bold]portcheck {report.tool_version}[/bold] — {report.root}\n"
-        f"{len(report.files)} files, {report.lines:,} lines scanned in {report.seconds:.2f} s · "
-        f"{len(report.uses):,} CUDA uses of {distinct} distinct names · "
-        f"{len(report.kernels)} kernels · {len(report.skipped)} skipped",
-        markup=True,
-        highlight=False,
+        Text(
+            f"{len(report.files)} files, {report.lines:,} lines scanned in "
+            f"{report.seconds:.2f} s · {len(report.uses):,} CUDA uses of {distinct} distinct "
+            f"names · {len(report.kernels)} kernels · {len(report.skipped)} skipped"
+        )
     )
 
 
 def _scores(console: Console, report: Report) -> None:
     console.print(Text("Readiness by route (0–100)", style="bold"))
+    if nothing_to_score(report):
+        said = f"  {NOTHING_TO_SCORE_SENTENCE} in the scanned files: no route has a score."
+        console.print(Text(said, style="bold"))
+        console.print()
+        return
     for target in report.targets:
         score = report.scores[str(target)]
+        if score is None:  # not when nothing at all was scored (above); kept for safety
+            console.print(Text(f"  {TARGET_TITLE[target]:<6}   —  {NOTHING_TO_SCORE}"))
+            continue
         filled = round(score / 100 * SCORE_BAR_WIDTH)
         line = Text(f"  {TARGET_TITLE[target]:<6} ")
         line.append(f"{score:>3}  ", style=f"bold {_score_style(score)}")
@@ -208,6 +227,28 @@ def _findings(console: Console, report: Report) -> None:
         if len(group) > MAX_FINDINGS_PER_HAZARD:
             console.print(Text(f"    … and {len(group) - MAX_FINDINGS_PER_HAZARD} more"))
         console.print(Text(f"    fix: {catalogue()[first.slug].fix}", style="dim"))
+    console.print()
+
+
+MAX_PARSE_ERROR_FILES = 20
+
+
+def _parse_errors(console: Console, report: Report) -> None:
+    """Files the parser could not fully read: what was found there may be incomplete."""
+    broken = parse_error_files(report)
+    if not broken:
+        return
+    console.print(
+        Text(
+            f"Parse errors in {len(broken)} file(s): uses and findings there may be incomplete",
+            style="bold yellow",
+        )
+    )
+    for summary in broken[:MAX_PARSE_ERROR_FILES]:
+        console.print(Text(f"  {summary.path}: {summary.parse_errors} error(s)"))
+    if len(broken) > MAX_PARSE_ERROR_FILES:
+        more = len(broken) - MAX_PARSE_ERROR_FILES
+        console.print(Text(f"  … and {more} more (see --format json: files[].parse_errors)"))
     console.print()
 
 
