@@ -203,6 +203,18 @@ def main(debug: bool) -> None:
 )
 @click.option("--no-cache", is_flag=True, help="Do not read or write the scan cache.")
 @click.option(
+    "--deep",
+    is_flag=True,
+    help="Run the libclang front end on every source file (default: only where it pays: "
+    "device code behind macros, code the fast parser cannot read, functors in templates).",
+)
+@click.option(
+    "--front-end",
+    type=click.Choice(["auto", "deep", "tree-sitter"]),
+    default=None,
+    help="Which front end decides: auto (default), deep (= --deep), tree-sitter (never libclang).",
+)
+@click.option(
     "--baseline",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A previous `--format json` report: exit 1 only if there are new findings.",
@@ -242,6 +254,8 @@ def scan_command(
     offload_arch: str | None,
     ignore: tuple[str, ...],
     exclude: tuple[str, ...],
+    deep: bool,
+    front_end: str | None,
     **compile_inputs: Any,
 ) -> None:
     """Scan PATH (a CUDA file or a source tree) and report its portability.
@@ -268,6 +282,7 @@ def scan_command(
             jobs=jobs,
             cache=not no_cache,
             progress=progress,
+            front_end=front_end or ("deep" if deep else "auto"),
         )
     except (ScanError, RuleError) as exc:
         stop_progress()

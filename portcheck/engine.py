@@ -81,7 +81,21 @@ def _from_cache(payload: bytes, candidate: Candidate, rules: RuleSet) -> FileSca
         return None
     if scan.path != candidate.relpath or scan.language is not candidate.language:
         return None
+    if scan.clang_inputs and not _dependencies_unchanged(candidate, scan.clang_inputs):
+        return None  # a header libclang read for it has changed since
     return scan
+
+
+def _dependencies_unchanged(candidate: Candidate, dependencies: tuple[tuple[str, str], ...]) -> bool:
+    root = str(candidate.path)[: -len(candidate.relpath)] if candidate.relpath else ""
+    for relpath, digest in dependencies:
+        try:
+            with open(os.path.join(root, relpath), "rb") as handle:
+                if hashlib.sha256(handle.read()).hexdigest() != digest:
+                    return False
+        except OSError:
+            return False
+    return True
 
 
 def _scan_chunk(jobs: list[tuple[str, Language, bytes]]) -> list[bytes]:
@@ -234,6 +248,7 @@ def _key_context(extractor: Extractor) -> str:
         extractor.rules.digest,
         python_rules_digest(),
         *sorted(extractor.ignore),
+        f"front-end:{extractor.front_end}",
     )
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:32]
 

@@ -14,6 +14,8 @@ only part of a longer name (`mycudaFree`) or a member of a user's namespace
 from __future__ import annotations
 
 import bisect
+import hashlib
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -173,6 +175,8 @@ class FileScan:
     pending: list[Pending] = field(default_factory=list)
     front_end: str = "tree-sitter"
     facts_only: bool = False  # no CUDA in it: not reported, its facts serve the others
+    # Project files libclang read for it (relpath, sha256): a change to one is a cache miss.
+    clang_inputs: tuple[tuple[str, str], ...] = ()
 
 
 @lru_cache(maxsize=8192)
@@ -230,12 +234,64 @@ def _masked_ranges(text: bytes) -> list[tuple[int, int]]:
     return [match.span() for match in MASKED_IN_MACRO.finditer(text)]
 
 
+def _merge_device_code(
+    device: list[tuple[int, int]],
+    possible: list[tuple[int, int, tuple[str, ...]]],
+    clang_device: list[tuple[int, int]],
+    clang_functions: list[FunctionInfo],
+) -> tuple[list[tuple[int, int]], list[tuple[int, int, tuple[str, ...]]]]:
+    """tree-sitter's device code refined by libclang's: a function clang resolved (its
+    macros expanded) is device code or host code for certain."""
+    from portcheck.checks import _merged
+
+    resolved = [(f.start, f.end, f.is_device) for f in clang_functions]
+
+    def decided(start: int, end: int) -> bool | None:
+        for s, e, is_device in resolved:
+            if s <= start < e or start <= s < end:  # the same definition, however bounded
+                return is_device
+        return None
+
+    still_possible = []
+    for start, end, macros in possible:
+        if decided(start, end) is None:
+            still_possible.append((start, end, macros))
+    return _merged([*device, *clang_device]), still_possible
+
+
+def _merge_functions(
+    tree_sitter: list[FunctionInfo], clang: list[FunctionInfo]
+) -> list[FunctionInfo]:
+    """tree-sitter's functions with the calls and execution spaces libclang resolved."""
+    by_name: dict[str, list[FunctionInfo]] = {}
+    for info in clang:
+        by_name.setdefault(info.name, []).append(info)
+    for info in tree_sitter:
+        for match in by_name.get(info.name, ()):
+            if match.start <= info.start < match.end or info.start <= match.start < info.end:
+                info.calls |= match.calls
+                info.is_device = info.is_device or match.is_device
+                info.is_kernel = info.is_kernel or match.is_kernel
+                break
+    return tree_sitter
+
+
 class Extractor:
     """Extracts uses with one rule set. Build once, call `scan_file` per file."""
 
-    def __init__(self, rules: RuleSet, ignore: frozenset[str] = frozenset()) -> None:
+    def __init__(
+        self,
+        rules: RuleSet,
+        ignore: frozenset[str] = frozenset(),
+        front_end: str = "auto",
+        root: str | None = None,
+    ) -> None:
         self.rules = rules
         self.ignore = ignore  # hazard slugs not to check
+        # "auto": libclang where it pays (see wants_clang); "deep": libclang on every
+        # source file; "tree-sitter": never.
+        self.front_end = front_end
+        self.root = root  # the scanned folder, where libclang finds project headers
 
     # The lookup tables are built on first use: a re-scan served from the cache needs none.
 
@@ -321,6 +377,8 @@ class Extractor:
         result.preproc = preprocessor_facts(data)
         if language is not Language.CUDA and not looks_like_cuda(data):
             result.facts_only = True  # a header read for its macros and constants only
+            if self._constants_need_a_compiler(result.preproc):
+                self._clang(path, data, result)  # `sizeof(unsigned) * 8`: clang computes it
             return result
         tree = parse_cuda(data)
         root = tree.root_node
@@ -330,6 +388,15 @@ class Extractor:
 
         device_ranges = self._device_ranges(captures)
         possible_device = self._possible_device_ranges(captures)
+        clang = None
+        if self._wants_clang(data, result.parse_errors, device_ranges, possible_device):
+            clang = self._clang(path, data, result)
+        own_references: set[int] = set()
+        if clang is not None:
+            device_ranges, possible_device = _merge_device_code(
+                device_ranges, possible_device, clang.device_ranges, clang.functions
+            )
+            own_references = clang.own_references
 
         def in_device(offset: int) -> bool:
             i = bisect.bisect_right(device_ranges, (offset, 1 << 62)) - 1
@@ -373,10 +440,14 @@ class Extractor:
             if name in variables and kind != "function" and rule is not None:
                 if rule.kind == "function":
                     continue
+            if start in own_references:
+                continue  # libclang: this name is a declaration of the project's own
             add(name, kind, rule, start, end)
         self._scan_structure(captures, data, add, may_be_device, index, path, result)
         result.uses.sort(key=lambda u: (u.span.start_byte, u.name))
         result.functions = self._functions(captures, aliases)
+        if clang is not None:
+            result.functions = _merge_functions(result.functions, clang.functions)
         ctx = Context(
             path,
             language,
@@ -393,6 +464,70 @@ class Extractor:
         result.findings = run_checks(ctx, self.ignore)
         result.pending = ctx.pending
         return result
+
+    def _wants_clang(
+        self,
+        data: bytes,
+        parse_errors: int,
+        device_ranges: list[tuple[int, int]],
+        possible_device: list[tuple[int, int, tuple[str, ...]]],
+    ) -> bool:
+        """libclang where it pays (in the default mode): device code behind macros, code
+        the grammar could not parse, and functors handed to templates (call graph)."""
+        if self.front_end == "tree-sitter" or self.root is None:
+            return False
+        if self.front_end == "deep":
+            return True
+        if possible_device:
+            return True
+        if not device_ranges:
+            return False
+        return parse_errors > 0 or (b"operator()" in data and b"template" in data)
+
+    def _constants_need_a_compiler(self, facts: PreprocFacts) -> bool:
+        if self.front_end == "tree-sitter" or self.root is None:
+            return False
+        from portcheck.preproc import evaluate
+
+        return any(
+            "sizeof" in c.expr or "(" in c.expr
+            for c in facts.constants
+            if evaluate(c.expr, lambda name: None, in_if=False) is None
+        )
+
+    def _clang(self, path: str, data: bytes, result: FileScan):
+        """libclang's facts of this file (None when it cannot read it: tree-sitter's stand)."""
+        from portcheck.parse import clang
+
+        if not clang.available() or self.root is None:
+            return None
+        root = self.root
+        facts = clang.analyze(
+            os.path.join(root, path), data, clang.include_dirs_for(root, path)
+        )
+        if not facts.ok:
+            return None
+        result.front_end = "libclang"
+        dependencies = []
+        for header in facts.headers:
+            relative = os.path.relpath(header, root)
+            if relative.startswith(".."):
+                continue
+            try:
+                with open(header, "rb") as handle:
+                    dependencies.append((relative, hashlib.sha256(handle.read()).hexdigest()))
+            except OSError:
+                continue
+        result.clang_inputs = tuple(sorted(dependencies))
+        if facts.constants:  # values clang computed replace what the lexical reader saw
+            computed = {c.offset: c for c in facts.constants}
+            lexical = [
+                c._replace(expr=computed.pop(c.offset).expr) if c.offset in computed else c
+                for c in result.preproc.constants
+            ]
+            lexical += computed.values()
+            result.preproc = result.preproc._replace(constants=tuple(lexical))
+        return facts
 
     @staticmethod
     def _possible_device_ranges(

@@ -51,6 +51,9 @@ from portcheck.wire import WireError, decode_report, encode_report
 ProgressCallback = Callable[[int, int, str], None]  # (done, total, current path)
 
 
+FRONT_ENDS = ("auto", "deep", "tree-sitter")
+
+
 class ScanError(Exception):
     """The scan cannot start (missing path, bad option). The message is for the user."""
 
@@ -87,8 +90,13 @@ def scan(
     jobs: int | None = None,
     cache: bool = True,
     progress: ProgressCallback | None = None,
+    front_end: str = "auto",
 ) -> Report:
     """Scan a CUDA file or source tree and return its Report.
+
+    `front_end`: "auto" runs libclang where it pays (device code behind macros, code the
+    grammar cannot parse, functors passed to templates), "deep" on every source file,
+    "tree-sitter" never.
 
     >>> report = scan("examples/heatflow")           # doctest: +SKIP
     >>> report.scores["hip"], len(report.uses)        # doctest: +SKIP
@@ -101,7 +109,12 @@ def scan(
         ignored = resolve_ignores(ignore)
     except ValueError as exc:
         raise ScanError(str(exc)) from None
-    extractor = Extractor(rules if rules is not None else default_rules(), ignored)
+    if front_end not in FRONT_ENDS:
+        raise ScanError(f"unknown front end {front_end!r} (choose from {', '.join(FRONT_ENDS)})")
+    base = root if root.is_dir() else root.parent
+    extractor = Extractor(
+        rules if rules is not None else default_rules(), ignored, front_end, os.path.abspath(base)
+    )
     with fewer_collections():
         report = _scan_tree(root, chosen, extractor, exclude, max_file_bytes, jobs, cache, progress)
     return replace(report, seconds=time.perf_counter() - started)

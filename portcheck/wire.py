@@ -546,7 +546,16 @@ _FILE_FIELDS: list[tuple[str, Field]] = [
     ("pending", PENDING.list),
     ("front_end", STR),
     ("facts_only", BOOL),
+    ("clang_inputs", Field(lambda d: [list(x) for x in d], lambda v: tuple(
+        (_check_str(a), _check_str(b)) for a, b in (_pair(x) for x in _check_list(v))
+    ))),
 ]
+
+
+def _pair(value: Any) -> tuple[Any, Any]:
+    if type(value) is not list or len(value) != 2:
+        raise _bad("expected a pair")
+    return value[0], value[1]
 
 
 def encode_file_scan(scan: FileScan) -> bytes:

@@ -139,3 +139,54 @@ def test_device_code_behind_a_macro_from_another_header_is_checked(tmp_path):
     report = portcheck.scan(tmp_path, cache=False)
     assert [(f.slug, f.span.line) for f in report.findings] == [("warp-size-assumption", 2)]
     assert report.findings[0].kernels == ("k",)
+
+
+# -- the libclang front end ------------------------------------------------------------
+
+
+def test_libclang_decides_where_the_fast_parser_cannot():
+    """Device code spelled with `__attribute__((device))` behind a macro, a warp width
+    computed with sizeof in a header, a helper reached only through a functor handed to a
+    template kernel, and a global declared in a header: libclang (the default front end
+    for such files) gets all four; tree-sitter alone gets none of them."""
+    root = PROJECTS / "stencil"
+    deep = portcheck.scan(root, cache=False)
+    fast = portcheck.scan(root, cache=False, front_end="tree-sitter")
+    assert {f.path: f.front_end for f in deep.files}["stencil.cu"] == "libclang"
+    assert {f.front_end for f in fast.files} == {"tree-sitter"}
+    warp = {(f.path, f.span.line): f for f in deep.findings if f.slug == "warp-size-assumption"}
+    assert set(warp) == {("config.h", 10), ("stencil.cu", 6), ("stencil.cu", 20)}
+    # The helper's finding reaches the template kernel through Smooth::operator().
+    assert warp[("stencil.cu", 6)].kernels == ("apply_stencil",)
+    assert not [f for f in fast.findings if f.slug == "warp-size-assumption"]
+    # `y1` is the project's own variable (declared in config.h), not CUDA's Bessel y1().
+    assert "y1" not in {u.name for u in deep.uses}
+    assert "y1" in {u.name for u in fast.uses}
+
+
+def test_deep_runs_libclang_on_every_source_file(tmp_path):
+    (tmp_path / "plain.cu").write_text(
+        "#include <cuda_runtime.h>\n"
+        "__global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }\n"
+    )
+    auto = portcheck.scan(tmp_path, cache=False)
+    deep = portcheck.scan(tmp_path, cache=False, front_end="deep")
+    assert [f.front_end for f in auto.files] == ["tree-sitter"]  # nothing there needs it
+    assert [f.front_end for f in deep.files] == ["libclang"]
+    assert [(u.name, u.span.line) for u in deep.uses] == [(u.name, u.span.line) for u in auto.uses]
+
+
+def test_a_header_edit_reaches_a_file_libclang_read_it_for(tmp_path):
+    root = tmp_path / "stencil"
+    shutil.copytree(PROJECTS / "stencil", root)
+    first = portcheck.scan(root)
+    assert any(f.path == "stencil.cu" for f in first.findings)
+    config = root / "config.h"
+    config.write_text(config.read_text().replace("sizeof(unsigned) * 8", "sizeof(unsigned) * 16"))
+    again = portcheck.scan(root)  # cached stencil.cu must not be trusted
+    assert not [f for f in again.findings if f.slug == "warp-size-assumption"]
+
+
+def test_unknown_front_end_is_a_scan_error():
+    with pytest.raises(portcheck.ScanError):
+        portcheck.scan(PROJECTS / "stencil", front_end="gcc")

@@ -201,12 +201,13 @@ def _is_project(cursor: Any, roots: tuple[str, ...], main: str) -> bool:
 
 def _read_unit(root: Any, main: str, roots: tuple[str, ...], facts: ClangFacts) -> None:
     functions: dict[int, FunctionInfo] = {}
+    handed: list[tuple[FunctionInfo, str, str]] = []  # (caller, callee, functor's operator)
     stack = [c for c in root.get_children() if _in_file(c, main)]
     while stack:
         cursor = stack.pop()
         kind = _kind(cursor)
         if kind in FUNCTION_KINDS and cursor.is_definition():
-            info = _function(cursor, main, roots)
+            info = _function(cursor, main, roots, handed)
             if info is not None:
                 functions[info.start] = info
                 if info.is_device:
@@ -224,11 +225,19 @@ def _read_unit(root: Any, main: str, roots: tuple[str, ...], facts: ClangFacts) 
             ):
                 facts.own_references.add(cursor.location.offset)
         stack.extend(cursor.get_children())
+    # A functor handed to a template (`apply<<<g, b>>>(Square{}, p)`) is called by that
+    # template: the edge goes from the callee, when this file defines it, else the caller.
+    for caller, callee, operator in handed:
+        targets = [f for f in functions.values() if f.name == callee]
+        for target in targets or [caller]:
+            target.calls.add(operator)
     facts.functions = sorted(functions.values(), key=lambda f: f.start)
     facts.device_ranges.sort()
 
 
-def _function(cursor: Any, main: str, roots: tuple[str, ...]) -> FunctionInfo | None:
+def _function(
+    cursor: Any, main: str, roots: tuple[str, ...], handed: list[tuple[FunctionInfo, str, str]]
+) -> FunctionInfo | None:
     extent = cursor.extent
     if extent.start.file is None or extent.start.file.name != main:
         return None
@@ -246,16 +255,17 @@ def _function(cursor: Any, main: str, roots: tuple[str, ...]) -> FunctionInfo | 
         kind = _kind(node)
         if kind in ("CALL_EXPR", "CUDA_KERNEL_CALL_EXPR"):
             callee = node.referenced
-            if (
+            own = (
                 callee is not None
                 and _kind(callee) in FUNCTION_KINDS
                 and _is_project(callee, roots, main)
-            ):
+            )
+            if own:
                 info.calls.add(callee.spelling)
             for argument in node.get_arguments():
                 target = _functor_call_operator(argument)
                 if target:
-                    info.calls.add(target)
+                    handed.append((info, callee.spelling if own else "", target))
         stack.extend(node.get_children())
     return info
 
