@@ -37,6 +37,7 @@ def test_wheel_ships_the_rules_and_loads_them(tmp_path):
     assert "portcheck/rules/python/packages.yaml" in names
     assert "portcheck/rules/python/apis.yaml" in names
     assert "portcheck/rules/python/hazards.yaml" in names
+    assert "portcheck/parse/cuda_shim.h" in names  # the libclang front end's CUDA builtins
     # Import from the unpacked wheel only (not the checkout): the rules load from inside it.
     code = (
         "import sys, portcheck, portcheck.resources as r; "
@@ -55,3 +56,17 @@ def test_wheel_ships_the_rules_and_loads_them(tmp_path):
     assert location.startswith(str(tmp_path / "site"))
     assert int(count) >= 400
     assert int(findings) > 0  # the hazard catalogue ships too
+    # libclang decides a file from the installed wheel (the shim header found inside it).
+    code = (
+        "import sys, portcheck; r = portcheck.scan(sys.argv[1], front_end='deep', cache=False); "
+        "print(sorted({f.front_end for f in r.files}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(REPO / "tests" / "fixtures" / "projects" / "stencil")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path / "site")},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['libclang']"
