@@ -190,3 +190,25 @@ def test_a_header_edit_reaches_a_file_libclang_read_it_for(tmp_path):
 def test_unknown_front_end_is_a_scan_error():
     with pytest.raises(portcheck.ScanError):
         portcheck.scan(PROJECTS / "stencil", front_end="gcc")
+
+
+def test_every_format_says_how_much_already_has_an_amd_path():
+    from portcheck.report import formatter
+
+    report = portcheck.scan(PROJECTS / "fused_ops", cache=False)
+    sentence = (
+        "Existing AMD paths: 3 branch(es) in 2 file(s) (11 lines) already build for AMD GPUs; "
+        "3 finding(s) in NVIDIA-only code that has an AMD path"
+    )
+    for name in ("text", "markdown", "html", "sarif"):
+        rendered = formatter(name)(report)
+        flat = " ".join(rendered.split())
+        assert sentence in flat, name
+    import json
+
+    sarif = json.loads(formatter("sarif")(report))
+    run = sarif["runs"][0]
+    assert len(run["properties"]["amd_paths"]) == 3
+    alt = [r for r in run["results"] if r["properties"]["amd_alternative"]]
+    assert len(alt) == 3
+    assert "has an AMD path: not scored" in formatter("text")(report)

@@ -45,6 +45,21 @@ def parse_error_files(report: Report) -> list[FileSummary]:
     return sorted((f for f in report.files if f.parse_errors), key=lambda f: f.path)
 
 
+def amd_path_sentence(report: Report) -> str:
+    """How much of the project already builds for AMD, said the same way in every format."""
+    paths = report.amd_paths
+    alternatives = sum(1 for f in report.findings if f.amd_alternative)
+    if not paths and not alternatives:
+        return "Existing AMD paths: none found (no branch built only for AMD GPUs)."
+    files = len({p.path for p in paths})
+    lines = sum(p.end_line - p.start_line + 1 for p in paths)
+    return (
+        f"Existing AMD paths: {len(paths)} branch(es) in {files} file(s) ({lines:,} lines) "
+        f"already build for AMD GPUs; {alternatives} finding(s) in NVIDIA-only code that has "
+        "an AMD path are listed but cost no score or effort."
+    )
+
+
 def nothing_to_score(report: Report) -> bool:
     """True when no chosen route has a score: the scan found no CUDA to judge."""
     return all(report.scores.get(str(t)) is None for t in report.targets)
@@ -58,6 +73,7 @@ def for_display(report: Report) -> Report:
     names = {report.root, *(f.path for f in report.files), *(k.path for k in report.kernels)}
     names.update(s.path + s.reason for s in report.skipped)
     names.update(f.path for f in report.findings)
+    names.update(p.path + p.guard for p in report.amd_paths)
     if report.python is not None:
         section = report.python
         names.update(d.path for d in section.dependencies)
@@ -100,6 +116,7 @@ def _escaped(report: Report) -> Report:
         uses=tuple(u._replace(path=show(u.path)) for u in report.uses),
         findings=tuple(map(path_of, report.findings)),
         kernels=tuple(map(path_of, report.kernels)),
+        amd_paths=tuple(map(path_of, report.amd_paths)),
         skipped=tuple(replace(s, path=show(s.path), reason=show(s.reason)) for s in report.skipped),
         python=python,
     )
@@ -107,6 +124,7 @@ def _escaped(report: Report) -> Report:
 
 __all__ = [
     "FORMATS",
+    "amd_path_sentence",
     "NOTHING_TO_SCORE",
     "NOTHING_TO_SCORE_SENTENCE",
     "Formatter",

@@ -25,6 +25,7 @@ from markupsafe import Markup, escape
 from portcheck.checks import catalogue
 from portcheck.model import Finding, PyUse, Report, Severity, Status, Target, Use
 from portcheck.report import (
+    amd_path_sentence,
     NOTHING_TO_SCORE_SENTENCE,
     for_display,
     parse_error_files,
@@ -191,6 +192,7 @@ def _context(report: Report) -> dict[str, object]:
         "families": sorted({u.family for u in report.uses}),
         "files": _files(report),
         "parse_errors": parse_error_files(report),
+        "amd_path_sentence": amd_path_sentence(report),
         "languages": sorted({str(f.language) for f in report.files}),
         "kernels": report.kernels,
         "kernel_slugs": sorted({s for k in report.kernels for s in k.findings}),

@@ -10,6 +10,7 @@ from portcheck.checks import catalogue
 from portcheck.model import Finding, Report
 from portcheck.paths import display_path
 from portcheck.report import (
+    amd_path_sentence,
     NOTHING_TO_SCORE_SENTENCE,
     for_display,
     nothing_to_score,
@@ -62,6 +63,8 @@ def render_markdown(report: Report) -> str:
         f"uses of {distinct} names, {len(report.findings)} findings, "
         f"{len(report.kernels)} kernels."
     )
+    lines.append("")
+    lines.append(amd_path_sentence(report))
     new = report.extra.get("new_findings")
     if isinstance(new, list):
         lines.append(f"**{len(new)} new finding(s)** compared with the baseline.")
@@ -144,7 +147,10 @@ def _findings(report: Report) -> list[str]:
     for slug, group in ordered:
         lines.append(f"<details><summary>{specs[slug].id} {slug} ({len(group)})</summary>\n")
         for finding in group[:PER_HAZARD]:
-            lines.append(f"- {_where(finding.path, finding.span.line)} {_cell(finding.message)}")
+            ported = " *(has an AMD path: not scored)*" if finding.amd_alternative else ""
+            lines.append(
+                f"- {_where(finding.path, finding.span.line)} {_cell(finding.message)}{ported}"
+            )
         if len(group) > PER_HAZARD:
             lines.append(f"- … and {len(group) - PER_HAZARD} more")
         lines.append(f"\n_Fix:_ {_cell(specs[slug].fix)}\n\n</details>\n")

@@ -13,6 +13,7 @@ from portcheck.model import Finding, PyFinding, Report, Severity, Span
 from portcheck.paths import display_path
 from portcheck.python.rules import PyHazardSpec, python_rules
 from portcheck.report import (
+    amd_path_sentence,
     NOTHING_TO_SCORE_SENTENCE,
     nothing_to_score,
     parse_error_files,
@@ -72,7 +73,11 @@ def report_to_sarif(report: Report) -> dict[str, object]:
                 "originalUriBaseIds": {"SRCROOT": {"uri": root_uri}},
                 "invocations": [_invocation(report)],
                 "results": results,
-                "properties": {"scores": dict(report.scores)},
+                "properties": {
+                    "scores": dict(report.scores),
+                    "amd_paths": [p.to_dict() for p in report.amd_paths],
+                    "amd_paths_summary": amd_path_sentence(report),
+                },
             }
         ],
     }
@@ -144,7 +149,12 @@ def _result(
         "message": {"text": f"{finding.message} ({verdicts})"},
         "locations": [_location(finding.path, finding.span)],
         "partialFingerprints": {"portcheckFinding/v1": finding.fingerprint},
-        "properties": {"slug": finding.slug, **properties, "targets": finding.targets.to_dict()},
+        "properties": {
+            "slug": finding.slug,
+            **properties,
+            "targets": finding.targets.to_dict(),
+            "amd_alternative": finding.amd_alternative,
+        },
     }
 
 

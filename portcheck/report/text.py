@@ -12,6 +12,7 @@ from rich.text import Text
 from portcheck.checks import catalogue
 from portcheck.model import Report, Status, Target, Use
 from portcheck.report import (
+    amd_path_sentence,
     NOTHING_TO_SCORE,
     NOTHING_TO_SCORE_SENTENCE,
     for_display,
@@ -95,6 +96,7 @@ def _header(console: Console, report: Report) -> None:
             f"names · {len(report.kernels)} kernels · {len(report.skipped)} skipped"
         )
     )
+    console.print(Text(amd_path_sentence(report)))
 
 
 def _scores(console: Console, report: Report) -> None:
@@ -223,7 +225,8 @@ def _findings(console: Console, report: Report) -> None:
         for finding in group[:MAX_FINDINGS_PER_HAZARD]:
             where = f"{finding.path}:{finding.span.line}"
             reached = f" (kernels: {', '.join(finding.kernels)})" if finding.kernels else ""
-            console.print(Text(f"    {where}  {finding.message}{reached}"))
+            ported = " [has an AMD path: not scored]" if finding.amd_alternative else ""
+            console.print(Text(f"    {where}  {finding.message}{reached}{ported}"))
         if len(group) > MAX_FINDINGS_PER_HAZARD:
             console.print(Text(f"    … and {len(group) - MAX_FINDINGS_PER_HAZARD} more"))
         console.print(Text(f"    fix: {catalogue()[first.slug].fix}", style="dim"))
