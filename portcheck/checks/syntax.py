@@ -19,6 +19,7 @@ DEVICE_PATTERNS = """
     (call_expression) @call
     (init_declarator) @init
     (launch_bounds) @bounds
+    (if_statement) @if
     """
 
 

@@ -97,6 +97,7 @@ def warp_size_assumption(ctx: Context) -> None:
                 fix="Size it from the wave size (64 on CDNA), e.g. `[1024 / warpSize]` via a "
                 "constexpr, or `[64]`.",
             )
+    warp_synchronous(ctx)
     for loop in ctx.device_nodes("for"):
         init = loop.child_by_field_name("initializer")
         body = loop.child_by_field_name("body")
@@ -114,6 +115,56 @@ def warp_size_assumption(ctx: Context) -> None:
                 message="shuffle reduction starts at offset 16, covering only 32 lanes",
                 fix="Start at `warpSize / 2` so all 64 lanes of a CDNA wavefront are reduced.",
             )
+
+
+# The classic unrolled warp reduction: `if (tid < 32) { volatile float* s = sdata;
+# s[tid] += s[tid + 32]; s[tid] += s[tid + 16]; ... }`, which relies on the first 32
+# threads running in lockstep without a __syncwarp().
+BELOW_A_WARP = re.compile(r"^\s*\(?\s*(?P<index>[^<>]+?)\s*<\s*(?P<bound>\w+)\s*\)?\s*$")
+UNROLLED_STEP = re.compile(rb"\+\s*(?:32|16|8|4|2|1)\s*\]")
+
+
+def warp_synchronous(ctx: Context) -> None:
+    for fn in ctx.functions:
+        # `__device__ void warpReduce(volatile float* s, int tid)`: the helper form.
+        if not fn.is_device:
+            continue
+        code = ctx.data[fn.start : fn.end]
+        head, _, body = code.partition(b"{")
+        if b"volatile" in head and len(UNROLLED_STEP.findall(body)) >= 2:
+            if b"__syncwarp" not in body:
+                ctx.report(
+                    fn.start,
+                    fn.start + len(head.rstrip()),
+                    f"warp-synchronous helper `{fn.name}`: updates shared memory through a "
+                    "volatile pointer in lanes 32 apart, relying on 32 threads in lockstep "
+                    "without __syncwarp(); an AMD CDNA wavefront has 64 lanes",
+                    fix="Reduce with `__shfl_down` over `warpSize` lanes instead.",
+                )
+    for branch in ctx.device_nodes("if"):
+        condition = branch.child_by_field_name("condition")
+        body = branch.child_by_field_name("consequence")
+        match = BELOW_A_WARP.match(text(condition).strip("()"))
+        if match is None or body is None or not THREAD_INDEX.search(match.group("index")):
+            continue
+        code = body.text or b""
+        if b"__syncwarp" in code:
+            continue
+        if b"volatile" not in code and len(UNROLLED_STEP.findall(code)) < 3:
+            continue
+        bound = condition.named_children[-1] if condition.named_children else None
+        target = bound.child_by_field_name("right") if bound is not None else None
+        _report_if(
+            ctx,
+            target,
+            (32,),
+            branch.start_byte,
+            condition.end_byte,
+            message="warp-synchronous code: the first 32 threads are taken to run in lockstep "
+            "as one warp, without __syncwarp(); an AMD CDNA wavefront has 64 lanes",
+            fix="Loop with `__shfl_down` over `warpSize` lanes, or synchronise each step; do "
+            "not rely on implicit lockstep.",
+        )
 
 
 @hazard("lane-mask-width")
