@@ -10,7 +10,6 @@ import json
 import os
 import signal
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any

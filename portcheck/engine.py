@@ -86,7 +86,9 @@ def _from_cache(payload: bytes, candidate: Candidate, rules: RuleSet) -> FileSca
     return scan
 
 
-def _dependencies_unchanged(candidate: Candidate, dependencies: tuple[tuple[str, str], ...]) -> bool:
+def _dependencies_unchanged(
+    candidate: Candidate, dependencies: tuple[tuple[str, str], ...]
+) -> bool:
     root = str(candidate.path)[: -len(candidate.relpath)] if candidate.relpath else ""
     for relpath, digest in dependencies:
         try:

@@ -437,9 +437,9 @@ class Extractor:
             variables,
         )
         for name, kind, rule, start, end in found:
-            if name in variables and kind != "function" and rule is not None:
-                if rule.kind == "function":
-                    continue
+            shadowed = name in variables and kind != "function"
+            if shadowed and rule is not None and rule.kind == "function":
+                continue
             if start in own_references:
                 continue  # libclang: this name is a declaration of the project's own
             add(name, kind, rule, start, end)
@@ -502,9 +502,7 @@ class Extractor:
         if not clang.available() or self.root is None:
             return None
         root = self.root
-        facts = clang.analyze(
-            os.path.join(root, path), data, clang.include_dirs_for(root, path)
-        )
+        facts = clang.analyze(os.path.join(root, path), data, clang.include_dirs_for(root, path))
         if not facts.ok:
             return None
         result.front_end = "libclang"
@@ -562,8 +560,16 @@ class Extractor:
             for child in lam.children:
                 if child.start_byte >= limit:
                     break
-                if child.type == "ERROR" and child.text is not None and b"__device__" not in child.text:
-                    names += [w for w in re.findall(r"[A-Z_][A-Z0-9_]*", child.text.decode()) if MACRO_LIKE.fullmatch(w)]
+                if (
+                    child.type == "ERROR"
+                    and child.text is not None
+                    and b"__device__" not in child.text
+                ):
+                    names += [
+                        w
+                        for w in re.findall(r"[A-Z_][A-Z0-9_]*", child.text.decode())
+                        if MACRO_LIKE.fullmatch(w)
+                    ]
             if names:
                 found.append((lam.start_byte, lam.end_byte, tuple(names)))
         found.sort()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 # Macros that are defined only when building for AMD GPUs (HIP-Clang/hipcc, ROCm builds of
 # the big frameworks). Sources: HIP programming guide, "HIP porting guide: identifying HIP
@@ -59,7 +59,13 @@ AMD_GUARDS = frozenset(
 AMD_GUARD_PATTERN = re.compile(r"__gfx\d+[a-z0-9]*__|__GFX\d+__")  # __gfx90a__, __gfx942__
 # Defined only by nvcc / for NVIDIA device passes: undefined in a hipcc build.
 NVIDIA_ONLY = frozenset(
-    {"__CUDA_ARCH__", "__NVCC__", "__HIP_PLATFORM_NVIDIA__", "__HIP_PLATFORM_NVCC__", "__NVCOMPILER"}
+    {
+        "__CUDA_ARCH__",
+        "__NVCC__",
+        "__HIP_PLATFORM_NVIDIA__",
+        "__HIP_PLATFORM_NVCC__",
+        "__NVCOMPILER",
+    }
 )
 
 MASKED = re.compile(
@@ -157,7 +163,7 @@ def mask_comments_and_strings(data: bytes) -> bytes:
     return MASKED.sub(blank, data)
 
 
-def _directive_test(kind: str, rest: str) -> str | None:
+def _directive_test(kind: str, rest: str) -> str:
     rest = " ".join(rest.replace("\\\n", " ").split())
     if kind in ("ifdef", "elifdef"):
         return f"defined({rest.split()[0]})" if rest else "0"
@@ -182,7 +188,9 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
     def close(entry: tuple[int, list[str], int, int, str | None, str], end_line: int, end: int):
         group, tests, start_line, start_byte, test, directive = entry
         prior = tuple(tests[:-1]) if test is not None else tuple(tests)
-        branches.append(Branch(group, start_line, end_line, start_byte, end, prior, test, directive))
+        branches.append(
+            Branch(group, start_line, end_line, start_byte, end, prior, test, directive)
+        )
 
     if b"#" in masked:
         for match in DIRECTIVE.finditer(masked):
@@ -199,10 +207,10 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
                 entry = stack.pop()
                 close(entry, line, match.start())
                 tests = entry[1]
-                test = None if kind == "else" else _directive_test(kind, rest)
-                if test is not None:
-                    tests.append(test)
-                stack.append((entry[0], tests, line, match.start(), test, directive))
+                own: str | None = None if kind == "else" else _directive_test(kind, rest)
+                if own is not None:
+                    tests.append(own)
+                stack.append((entry[0], tests, line, match.start(), own, directive))
             elif kind == "endif" and stack:
                 close(stack.pop(), line, match.end())
             elif kind == "define":
@@ -213,20 +221,26 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
                     body = " ".join((defined.group(2) or "").replace("\\\n", " ").split())
                     offset = match.start(2) + len(rest) - len(rest.lstrip())
                     macros.append(
-                        MacroDef(name, body, offset, after.startswith("("), *_where(data, offset, line))
+                        MacroDef(
+                            name, body, offset, after.startswith("("), *_where(data, offset, line)
+                        )
                     )
         end_line = line + masked.count(b"\n", position)
         while stack:  # unterminated: the branch runs to the end of the file
             close(stack.pop(), end_line, len(data))
-    constants = [
-        ConstantDef(
-            m.group(1).decode(),
-            m.group(2).decode("utf-8", "replace").strip(),
-            m.start(1),
-            *_where(data, m.start(1)),
-        )
-        for m in CONSTANT_DECL.finditer(masked)
-    ] if b"const" in masked else []
+    constants = (
+        [
+            ConstantDef(
+                m.group(1).decode(),
+                m.group(2).decode("utf-8", "replace").strip(),
+                m.start(1),
+                *_where(data, m.start(1)),
+            )
+            for m in CONSTANT_DECL.finditer(masked)
+        ]
+        if b"const" in masked
+        else []
+    )
     if b"enum" in masked:
         constants.extend(_enum_constants(data, masked))
     if b"constexpr" in masked:
@@ -324,7 +338,7 @@ def tokens(expr: str) -> list[tuple[str, str]] | None:
 class _Parser:
     """Precedence-climbing evaluation with three-valued results (None = unknown)."""
 
-    BINARY = {
+    BINARY: ClassVar[dict[str, int]] = {
         "||": 1,
         "&&": 2,
         "|": 3,
@@ -511,7 +525,8 @@ def looks_like_amd_guard(name: str) -> bool:
 
 
 def config_env(
-    amd: bool, amd_macros: Mapping[str, int | None] | Iterable[str] = (),
+    amd: bool,
+    amd_macros: Mapping[str, int | None] | Iterable[str] = (),
     values: Mapping[str, int] | None = None,
 ):
     """The environment of a build for AMD (amd=True) or for NVIDIA. `amd_macros` are the

@@ -145,7 +145,10 @@ class ProjectFacts:
         certain: list[object] = []
         possible = False
         for path, definition in definitions:
-            reached = [branch_condition_value(b, env) for b in self.files[path].enclosing(definition.offset)]
+            reached = [
+                branch_condition_value(b, env)
+                for b in self.files[path].enclosing(definition.offset)
+            ]
             if 0 in reached:
                 continue
             if all(value == 1 for value in reached):
@@ -222,7 +225,10 @@ class ProjectFacts:
             for path, definition in self._macro_defs.get(name, ()):
                 if not definition.function_like:
                     continue
-                reached = [branch_condition_value(b, env) for b in self.files[path].enclosing(definition.offset)]
+                reached = [
+                    branch_condition_value(b, env)
+                    for b in self.files[path].enclosing(definition.offset)
+                ]
                 if 0 in reached:
                     continue
                 head = re.match(r"\(([^)]*)\)\s*(.*)", definition.body, re.DOTALL)
@@ -231,7 +237,10 @@ class ProjectFacts:
                 parameters = [p.strip() for p in head.group(1).split(",")]
                 words = set(re.findall(r"\w+", head.group(2)))
                 kept[amd] |= {i for i, p in enumerate(parameters) if p in words}
-        amd_only, nvidia_only = frozenset(kept[True] - kept[False]), frozenset(kept[False] - kept[True])
+        amd_only, nvidia_only = (
+            frozenset(kept[True] - kept[False]),
+            frozenset(kept[False] - kept[True]),
+        )
         result = (amd_only, nvidia_only) if amd_only or nvidia_only else None
         self._selectors[name] = result
         return result
@@ -275,7 +284,9 @@ class ProjectFacts:
                 if branch.start_byte < covered_until:
                     continue
                 if self._branch_kind(path, branch) == "amd":
-                    found.append(AmdPath(path, branch.start_line, branch.end_line, branch.directive))
+                    found.append(
+                        AmdPath(path, branch.start_line, branch.end_line, branch.directive)
+                    )
                     covered_until = branch.end_byte
         return found
 
@@ -369,8 +380,11 @@ class ProjectFacts:
 
         roots = dict(self.roots)
         for path, ff in self.files.items():
-            for definition in (*ff.facts.macros, *ff.facts.constants):
-                if (path, definition.offset) in roots or getattr(definition, "function_like", 0):
+            definitions: list[Definition] = [*ff.facts.macros, *ff.facts.constants]
+            for definition in definitions:
+                if (path, definition.offset) in roots:
+                    continue
+                if isinstance(definition, MacroDef) and definition.function_like:
                     continue
                 expr = definition.body if isinstance(definition, MacroDef) else definition.expr
                 own = evaluate(expr, lambda name: None, in_if=False)
@@ -423,5 +437,7 @@ WARP_WIDTH_NAME = re.compile(
     r"(?i)(?:^|_)(?:k_?)?(?:hw_?|cuda_?|phys(?:ical)?_?)?warp(?:_?(?:size|width|lanes?|sz))?$"
     r"|lanes?_?per_?warp|threads?_?per_?warp"
 )
-LANE_MASK_NAME = re.compile(r"(?i)(?:full|warp|lane|all|active|shfl|sync).*mask|mask.*(?:full|warp|lane|all)")
+LANE_MASK_NAME = re.compile(
+    r"(?i)(?:full|warp|lane|all|active|shfl|sync).*mask|mask.*(?:full|warp|lane|all)"
+)
 Definition = MacroDef | ConstantDef

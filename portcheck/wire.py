@@ -327,9 +327,7 @@ PENDING = Record(
         ("device_macros", STR_TUPLE),
     ],
 )
-AMD_PATH = Record(
-    AmdPath, [("path", STR), ("start_line", INT), ("end_line", INT), ("guard", STR)]
-)
+AMD_PATH = Record(AmdPath, [("path", STR), ("start_line", INT), ("end_line", INT), ("guard", STR)])
 FUNCTION = Record(
     FunctionInfo,
     [
@@ -546,9 +544,15 @@ _FILE_FIELDS: list[tuple[str, Field]] = [
     ("pending", PENDING.list),
     ("front_end", STR),
     ("facts_only", BOOL),
-    ("clang_inputs", Field(lambda d: [list(x) for x in d], lambda v: tuple(
-        (_check_str(a), _check_str(b)) for a, b in (_pair(x) for x in _check_list(v))
-    ))),
+    (
+        "clang_inputs",
+        Field(
+            lambda d: [list(x) for x in d],
+            lambda v: tuple(
+                (_check_str(a), _check_str(b)) for a, b in (_pair(x) for x in _check_list(v))
+            ),
+        ),
+    ),
 ]
 
 

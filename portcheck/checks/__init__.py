@@ -168,7 +168,13 @@ def line_fingerprint_of_text(slug: str, path: str, line: str) -> str:
 # Checks that look at device code: in a function whose device qualifier hides behind a
 # project macro (`DINLINE float f()`), their findings wait for the project's macro table.
 DEVICE_CODE_CHECKS = frozenset(
-    {"warp-size-assumption", "lane-mask-width", "launch-bounds", "inline-ptx", "dynamic-parallelism"}
+    {
+        "warp-size-assumption",
+        "lane-mask-width",
+        "launch-bounds",
+        "inline-ptx",
+        "dynamic-parallelism",
+    }
 )
 ASSIGNMENT = r"\b{name}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)"
 
@@ -240,20 +246,18 @@ class Context:
                 return
             if not conditional:
                 self._seen.add(key)
-        finding = (
-            Finding(
-                id=spec.id,
-                slug=spec.slug,
-                severity=spec.severity,
-                path=self.path,
-                span=span,
-                message=message or spec.summary,
-                targets=targets or spec.targets,
-                help_url=spec.help_url,
-                fix=fix or spec.fix,
-                function=self.function_at(start),
-                fingerprint=line_fingerprint(spec.slug, self.path, self.data, start),
-            )
+        finding = Finding(
+            id=spec.id,
+            slug=spec.slug,
+            severity=spec.severity,
+            path=self.path,
+            span=span,
+            message=message or spec.summary,
+            targets=targets or spec.targets,
+            help_url=spec.help_url,
+            fix=fix or spec.fix,
+            function=self.function_at(start),
+            fingerprint=line_fingerprint(spec.slug, self.path, self.data, start),
         )
         if not conditional:
             self.findings.append(finding)
@@ -343,9 +347,16 @@ class Context:
                     continue
                 name = text(name_node)
                 assigned = len(re.findall(ASSIGNMENT.format(name=re.escape(name)).encode(), body))
-                constant = value.type in ("number_literal", "identifier", "parenthesized_expression",
-                                          "binary_expression", "unary_expression")
-                found[name] = text(value) if constant and assigned <= 1 and name not in found else ""
+                constant = value.type in (
+                    "number_literal",
+                    "identifier",
+                    "parenthesized_expression",
+                    "binary_expression",
+                    "unary_expression",
+                )
+                found[name] = (
+                    text(value) if constant and assigned <= 1 and name not in found else ""
+                )
             for parameter in descendants(node, "parameter_declaration"):
                 name_node = parameter.child_by_field_name("declarator")
                 if name_node is not None and name_node.type == "identifier":

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from portcheck.checks import Context, hazard
-from portcheck.checks.syntax import captures, text
+from portcheck.checks.syntax import text
 
 COMPARE = r"\s*(?:[<>]=?|==|!=)\s*"
 OPERAND = r"(?:\d+|[A-Za-z_]\w*)"

@@ -70,7 +70,9 @@ def warp_size_assumption(ctx: Context) -> None:
         if right is None or right.type not in OPERAND_TYPES:
             continue  # most device arithmetic: nothing to look up
         operator = node.child_by_field_name("operator")
-        wanted = tuple(v for op, v in WARP_ARITHMETIC if operator is not None and op == text(operator))
+        wanted = tuple(
+            v for op, v in WARP_ARITHMETIC if operator is not None and op == text(operator)
+        )
         if not wanted or not THREAD_INDEX.search(text(node.child_by_field_name("left"))):
             continue
         _report_if(
@@ -79,7 +81,8 @@ def warp_size_assumption(ctx: Context) -> None:
             wanted,
             node.start_byte,
             node.end_byte,
-            message=f"`{text(node)}` splits threads into 32-wide warps; CDNA wavefronts are 64 wide",
+            message=f"`{text(node)}` splits threads into 32-wide warps; CDNA wavefronts are "
+            "64 wide",
             fix="Use `warpSize` (e.g. `threadIdx.x % warpSize`, `threadIdx.x / warpSize`).",
         )
     for decl in ctx.device_nodes("declaration"):
@@ -104,7 +107,9 @@ def warp_size_assumption(ctx: Context) -> None:
         if init is None or body is None or b"__shfl" not in (body.text or b""):
             continue
         starts = [d.child_by_field_name("value") for d in descendants(init, "init_declarator")]
-        starts += [a.child_by_field_name("right") for a in descendants(init, "assignment_expression")]
+        starts += [
+            a.child_by_field_name("right") for a in descendants(init, "assignment_expression")
+        ]
         for start in starts:
             _report_if(
                 ctx,
@@ -131,16 +136,16 @@ def warp_synchronous(ctx: Context) -> None:
             continue
         code = ctx.data[fn.start : fn.end]
         head, _, body = code.partition(b"{")
-        if b"volatile" in head and len(UNROLLED_STEP.findall(body)) >= 2:
-            if b"__syncwarp" not in body:
-                ctx.report(
-                    fn.start,
-                    fn.start + len(head.rstrip()),
-                    f"warp-synchronous helper `{fn.name}`: updates shared memory through a "
-                    "volatile pointer in lanes 32 apart, relying on 32 threads in lockstep "
-                    "without __syncwarp(); an AMD CDNA wavefront has 64 lanes",
-                    fix="Reduce with `__shfl_down` over `warpSize` lanes instead.",
-                )
+        steps = len(UNROLLED_STEP.findall(body))
+        if b"volatile" in head and steps >= 2 and b"__syncwarp" not in body:
+            ctx.report(
+                fn.start,
+                fn.start + len(head.rstrip()),
+                f"warp-synchronous helper `{fn.name}`: updates shared memory through a "
+                "volatile pointer in lanes 32 apart, relying on 32 threads in lockstep "
+                "without __syncwarp(); an AMD CDNA wavefront has 64 lanes",
+                fix="Reduce with `__shfl_down` over `warpSize` lanes instead.",
+            )
     for branch in ctx.device_nodes("if"):
         condition = branch.child_by_field_name("condition")
         body = branch.child_by_field_name("consequence")
@@ -184,8 +189,13 @@ def lane_mask_width(ctx: Context) -> None:
             ctx.report(args[0].start_byte, args[0].end_byte, message, fix=fix)
         else:
             _report_if(
-                ctx, args[0], (ALL_ONES_32,), args[0].start_byte, args[0].end_byte,
-                message=message, fix=fix,
+                ctx,
+                args[0],
+                (ALL_ONES_32,),
+                args[0].start_byte,
+                args[0].end_byte,
+                message=message,
+                fix=fix,
             )
     for declarator in ctx.device_nodes("init"):
         value = declarator.child_by_field_name("value")

@@ -123,7 +123,9 @@ def analyze(
     # the headers the project does not have (the C++ library, CUDA's) are given as empty.
     args += ["-idirafter", EMPTY_HEADERS]
     unsaved = [(main, text), (shim, _shim())]
-    unsaved += [(f"{EMPTY_HEADERS}/{name}", "") for name in _missing_includes(main, text, include_dirs)]
+    unsaved += [
+        (f"{EMPTY_HEADERS}/{name}", "") for name in _missing_includes(main, text, include_dirs)
+    ]
     try:
         unit = index.parse(
             main,

@@ -124,10 +124,10 @@ def _escaped(report: Report) -> Report:
 
 __all__ = [
     "FORMATS",
-    "amd_path_sentence",
     "NOTHING_TO_SCORE",
     "NOTHING_TO_SCORE_SENTENCE",
     "Formatter",
+    "amd_path_sentence",
     "for_display",
     "formatter",
     "nothing_to_score",

@@ -25,8 +25,8 @@ from markupsafe import Markup, escape
 from portcheck.checks import catalogue
 from portcheck.model import Finding, PyUse, Report, Severity, Status, Target, Use
 from portcheck.report import (
-    amd_path_sentence,
     NOTHING_TO_SCORE_SENTENCE,
+    amd_path_sentence,
     for_display,
     parse_error_files,
 )

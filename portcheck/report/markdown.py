@@ -10,8 +10,8 @@ from portcheck.checks import catalogue
 from portcheck.model import Finding, Report
 from portcheck.paths import display_path
 from portcheck.report import (
-    amd_path_sentence,
     NOTHING_TO_SCORE_SENTENCE,
+    amd_path_sentence,
     for_display,
     nothing_to_score,
     parse_error_files,

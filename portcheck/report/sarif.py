@@ -13,8 +13,8 @@ from portcheck.model import Finding, PyFinding, Report, Severity, Span
 from portcheck.paths import display_path
 from portcheck.python.rules import PyHazardSpec, python_rules
 from portcheck.report import (
-    amd_path_sentence,
     NOTHING_TO_SCORE_SENTENCE,
+    amd_path_sentence,
     nothing_to_score,
     parse_error_files,
 )
@@ -153,7 +153,7 @@ def _result(
             "slug": finding.slug,
             **properties,
             "targets": finding.targets.to_dict(),
-            "amd_alternative": finding.amd_alternative,
+            "amd_alternative": getattr(finding, "amd_alternative", False),
         },
     }
 

@@ -12,9 +12,9 @@ from rich.text import Text
 from portcheck.checks import catalogue
 from portcheck.model import Report, Status, Target, Use
 from portcheck.report import (
-    amd_path_sentence,
     NOTHING_TO_SCORE,
     NOTHING_TO_SCORE_SENTENCE,
+    amd_path_sentence,
     for_display,
     nothing_to_score,
     parse_error_files,
