@@ -141,6 +141,10 @@ class PreprocFacts(NamedTuple):
     macros: tuple[MacroDef, ...]
     constants: tuple[ConstantDef, ...]
     invocations: tuple[Invocation, ...] = ()
+    # Names passed as the explicit width of a warp shuffle (`__shfl_xor_sync(m, v, o,
+    # WARP_SIZE)`, or a template parameter defaulting to one): a project that does so
+    # works in logical groups of that many lanes on purpose.
+    shuffle_widths: tuple[str, ...] = ()
 
 
 EMPTY_FACTS = PreprocFacts((), (), ())
@@ -255,7 +259,46 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
         )
     branches.sort(key=lambda b: b.start_byte)
     invocations = tuple(_platform_invocations(masked)) if b"(" in masked else ()
-    return PreprocFacts(tuple(branches), tuple(macros), tuple(constants), invocations)
+    widths = tuple(sorted(shuffle_width_names(masked))) if b"__shfl" in masked else ()
+    return PreprocFacts(tuple(branches), tuple(macros), tuple(constants), invocations, widths)
+
+
+SHUFFLE = re.compile(rb"\b__shfl(?:_xor|_up|_down)?(_sync)?\s*\(")
+DEFAULTED_PARAMETER = re.compile(
+    rb"\b(?:int|unsigned)\s+([A-Za-z_]\w*)\s*=\s*([A-Za-z_]\w*)\s*[,>]"
+)
+
+
+def shuffle_arguments(text: bytes, start: int) -> list[bytes]:
+    """The top-level arguments of the call whose `(` ends at `start`."""
+    arguments: list[bytes] = []
+    depth = 0
+    begin = start
+    for position in range(start, min(len(text), start + 4096)):
+        char = text[position]
+        if char in b"([{":
+            depth += 1
+        elif char in b")]}":
+            if depth == 0:
+                arguments.append(text[begin:position].strip())
+                return arguments
+            depth -= 1
+        elif char == 44 and depth == 0:
+            arguments.append(text[begin:position].strip())
+            begin = position + 1
+    return arguments
+
+
+def shuffle_width_names(text: bytes) -> set[str]:
+    defaults = {m.group(1): m.group(2) for m in DEFAULTED_PARAMETER.finditer(text)}
+    names: set[str] = set()
+    for match in SHUFFLE.finditer(text):
+        arguments = shuffle_arguments(text, match.end())
+        position = 3 if match.group(1) else 2
+        if len(arguments) > position and re.fullmatch(rb"[A-Za-z_]\w*", arguments[position]):
+            name = arguments[position]
+            names.add(defaults.get(name, name).decode())
+    return names
 
 
 def _platform_invocations(masked: bytes) -> Iterable[Invocation]:
@@ -522,6 +565,15 @@ PLATFORM_NAME = re.compile(r"(?:^|_)(?:HIP|HIPCC|ROCM|AMD|AMDGPU)_?_?$")
 
 def looks_like_amd_guard(name: str) -> bool:
     return PLATFORM_NAME.search(name) is not None
+
+
+# The NVIDIA side's build switches (`AMREX_USE_CUDA`, `WITH_CUDA`, `KOKKOS_ENABLE_CUDA`),
+# when the project does not define them itself: undefined in an AMD build.
+NVIDIA_NAME = re.compile(r"(?:^|_)(?:USE|WITH|ENABLE)_CUDA$")
+
+
+def looks_like_nvidia_guard(name: str) -> bool:
+    return NVIDIA_NAME.search(name) is not None
 
 
 def config_env(

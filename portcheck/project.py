@@ -33,9 +33,11 @@ from portcheck.preproc import (
     evaluate,
     is_amd_guard,
     looks_like_amd_guard,
+    looks_like_nvidia_guard,
     names_in,
 )
 
+ARCH_COMPARISON = re.compile(r"__CUDA_ARCH__\s*(?:[<>]=?|==|!=)|(?:[<>]=?|==|!=)\s*__CUDA_ARCH__")
 DEVICE_QUALIFIER_TOKENS = frozenset({"__device__", "__global__"})
 MAX_DEPTH = 12
 
@@ -57,6 +59,15 @@ class _FileFacts:
     path: str
     facts: PreprocFacts
     starts: list[int] = field(default_factory=list)
+    _groups: dict[int, list[Branch]] | None = None
+
+    @property
+    def groups(self) -> dict[int, list[Branch]]:
+        if self._groups is None:
+            self._groups = {}
+            for branch in self.facts.branches:
+                self._groups.setdefault(branch.group, []).append(branch)
+        return self._groups
 
     def enclosing(self, offset: int) -> list[Branch]:
         """The branches that contain `offset`, outermost first."""
@@ -82,6 +93,8 @@ class ProjectFacts:
         self._kinds: dict[tuple[str, int], str | None] = {}
         self._depth = 0
         self._selectors: dict[str, tuple[frozenset[int], frozenset[int]] | None] = {}
+        self.shuffle_widths = {n for ff in self.files.values() for n in ff.facts.shuffle_widths}
+        self._builds_for_amd: bool | None = None
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
         self.device_macros = self._device_macros()
         # name -> its definitions: (path, expression, the definition)
@@ -140,6 +153,8 @@ class ProjectFacts:
         if not definitions:
             if looks_like_amd_guard(name):  # set by the build system (-DBNB_HIP)
                 return 1 if amd else UNDEFINED
+            if looks_like_nvidia_guard(name):  # -DAMREX_USE_CUDA: not in an AMD build
+                return UNDEFINED if amd else None
             return None
         env = self._envs[amd]
         certain: list[object] = []
@@ -171,6 +186,10 @@ class ProjectFacts:
         amd, nvidia = self.macro(name, True), self.macro(name, False)
         if nvidia is UNDEFINED and amd is not UNDEFINED:
             return amd is not None or name in self._macro_defs
+        if amd is UNDEFINED and (name in self._macro_defs or looks_like_nvidia_guard(name)):
+            # `TURING_MMA_AVAILABLE`, `GGML_CUDA_USE_PDL`: defined by the project only where
+            # an AMD build never goes; `AMREX_USE_CUDA`: set by the build for NVIDIA only.
+            return True
         if amd is UNDEFINED and nvidia is not UNDEFINED and nvidia is not None:
             return True
         return isinstance(amd, int) and isinstance(nvidia, int) and amd != nvidia
@@ -186,10 +205,25 @@ class ProjectFacts:
         kind = None
         if in_nv == 0 and in_amd != 0:
             kind = "amd"
-        elif in_amd == 0 and self._mentions_platform(branch):
+        elif in_amd == 0 and (
+            self._mentions_platform(branch) or self._arch_branch_with_fallback(path, branch)
+        ):
             kind = "nvidia"
         self._kinds[key] = kind
         return kind
+
+    def _arch_branch_with_fallback(self, path: str, branch: Branch) -> bool:
+        """`#if __CUDA_ARCH__ >= 800 … #else … #endif`: an AMD build takes the other branch
+        (the arch-conditional finding on the directive says so); what is inside this one is
+        NVIDIA-only code with an alternative, not a blocker."""
+        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        if not any(ARCH_COMPARISON.search(t) for t in tests):
+            return False
+        env = self._envs[True]
+        siblings = self.files[path].groups.get(branch.group, ())
+        return any(
+            other is not branch and branch_condition_value(other, env) != 0 for other in siblings
+        )
 
     def _mentions_platform(self, branch: Branch) -> bool:
         tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
@@ -370,7 +404,22 @@ class ProjectFacts:
             key = (def_path, definition.offset)
             root = self.roots.setdefault(key, (finding.slug, def_path, definition, constant, []))
             root[4].append(finding)
+            if self._logical_width(finding.slug, definition, def_path, constant):
+                return None  # reported once, at the definition
         return finding
+
+    def _logical_width(self, slug: str, definition: Definition, path: str, value: int) -> bool:
+        """Is this 32 the project's deliberate logical warp width? It is when the project
+        builds for AMD too, the definition is not NVIDIA-only, and the name is passed as
+        the explicit width of its shuffles (ggml's WARP_SIZE with `width = WARP_SIZE`):
+        each use is then right on wave64, and the definition is what to review."""
+        if slug != "warp-size-assumption" or value != 32:
+            return False
+        if definition.name not in self.shuffle_widths:
+            return False
+        if self._builds_for_amd is None:
+            self._builds_for_amd = bool(self.amd_paths())
+        return self._builds_for_amd and self.placement(path, definition.offset) is None
 
     def definition_findings(self) -> list[Finding]:
         """One finding at each definition that fixes a warp width or a 32-lane mask: those
@@ -400,8 +449,15 @@ class ProjectFacts:
         for (path, offset), (slug, _, definition, value, uses) in sorted(roots.items()):
             spec = specs[slug]
             what = "the warp width" if slug == "warp-size-assumption" else "a full-warp lane mask"
-            places = ", ".join(sorted({f"{u.path}:{u.span.line}" for u in uses})[:5])
-            used = f"; used so in {len(uses)} place(s): {places}" if uses else ""
+            where = sorted({f"{u.path}:{u.span.line}" for u in uses})
+            places = ", ".join(where[:5]) + (", …" if len(where) > 5 else "")
+            used = f"; used so in {len(where)} place(s): {places}" if uses else ""
+            if self._logical_width(slug, definition, path, value):
+                used += (
+                    " (passed as the shuffles' width: logical 32-lane groups, right on wave64 "
+                    "where storage and indexing follow the same width; review the definition "
+                    "rather than each use)"
+                )
             kernels = tuple(sorted({k for u in uses for k in u.kernels}))
             length = len(definition.name.encode())
             found.append(

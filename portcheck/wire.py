@@ -315,6 +315,7 @@ PREPROC = Record(
         ("macros", MACRO_DEF.tuple),
         ("constants", CONSTANT_DEF.tuple),
         ("invocations", INVOCATION.tuple),
+        ("shuffle_widths", STR_TUPLE),
     ],
 )
 PENDING = Record(

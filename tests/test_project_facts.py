@@ -216,3 +216,26 @@ def test_every_format_says_how_much_already_has_an_amd_path():
     alt = [r for r in run["results"] if r["properties"]["amd_alternative"]]
     assert len(alt) == 3
     assert "has an AMD path: not scored" in formatter("text")(report)
+
+
+def test_deliberate_32_lane_groups_are_not_reported_at_each_use():
+    """A library that builds for AMD and passes its WARP_SIZE (32) as the width of every
+    shuffle works in logical 32-lane groups on purpose: the definition is reported once,
+    for review; `threadIdx.x / WARP_SIZE` in its helpers is not. Arithmetic in 32s next to
+    cooperative-groups tiles of 32 is consistent with them: partial, not a break."""
+    report = portcheck.scan(PROJECTS / "logical_warps", cache=False)
+    warp = [f for f in report.findings if f.slug == "warp-size-assumption"]
+    definition = next(f for f in warp if f.path == "common.cuh")
+    assert "logical 32-lane groups" in definition.message
+    assert not [f for f in warp if f.path == "common.cuh" and f is not definition]
+    tile = next(f for f in warp if f.path == "kernels.cu")
+    assert "tiles of 32" in tile.message
+    assert str(tile.targets.hip) == "partial"
+
+
+def test_an_arch_test_that_lets_amd_in_is_not_an_arch_conditional():
+    report = portcheck.scan(PROJECTS / "logical_warps", cache=False)
+    # `#if defined(LW_USE_HIP) || __CUDA_ARCH__ >= 600`: the AMD build is let in by name.
+    assert not [
+        f for f in report.findings if f.path == "common.cuh" and f.slug == "arch-conditional"
+    ]

@@ -6,6 +6,7 @@ import re
 
 from portcheck.checks import Context, hazard
 from portcheck.checks.syntax import text
+from portcheck.preproc import config_env, evaluate, looks_like_amd_guard
 
 COMPARE = r"\s*(?:[<>]=?|==|!=)\s*"
 OPERAND = r"(?:\d+|[A-Za-z_]\w*)"
@@ -30,8 +31,15 @@ def arch_conditional(ctx: Context) -> None:
     if b"__CUDA_ARCH__" not in ctx.data:
         return
     seen: set[int] = set()
+    known = config_env(True)
+
+    def amd(name: str) -> object:  # this file's view of an AMD build
+        return 1 if looks_like_amd_guard(name) else known(name)
+
     for branch in ctx.preproc.branches:
         match = ARCH_COMPARISON.search(branch.test or "")
+        if match and evaluate(branch.test or "", amd) == 1:
+            continue  # `__CUDA_ARCH__ >= 700 || defined(__HIP_PLATFORM_AMD__)`: AMD let in
         if match and branch.start_byte not in seen:
             seen.add(branch.start_byte)
             line_end = ctx.data.find(b"\n", branch.start_byte)
@@ -42,7 +50,7 @@ def arch_conditional(ctx: Context) -> None:
             )
     for macro in ctx.preproc.macros:
         match = ARCH_COMPARISON.search(macro.body)
-        if match:
+        if match and evaluate(macro.body, amd) != 1:
             ctx.report(
                 macro.offset,
                 macro.offset + len(macro.name),

@@ -11,6 +11,8 @@ from portcheck.checks.syntax import (
     descendants,
     text,
 )
+from portcheck.model import Status, Verdicts
+from portcheck.preproc import SHUFFLE, shuffle_arguments
 
 # An operand that is plausibly a thread or lane index.
 THREAD_INDEX = re.compile(
@@ -47,9 +49,46 @@ FULL_MASK_32 = re.compile(r"^(?:0x[fF]{8}[uU]?|~0[uU]?|4294967295[uU]?)$")
 ALL_ONES_32 = 0xFFFFFFFF
 
 
+TILE_OF_32 = re.compile(rb"(?:tiled_partition|thread_block_tile)\s*<\s*32\s*>")
+PARTIAL_ON_HIP = Verdicts(Status.PARTIAL, Status.SUPPORTED, Status.PARTIAL)
+
+
+def _grouping(ctx: Context, offset: int) -> str | None:
+    """How the code around `offset` groups lanes on purpose: "width" when every warp
+    shuffle in its function passes an explicit width of at most 32 lanes; "tile" when its
+    function works on cooperative-groups tiles of 32.
+    Arithmetic in 32s is then consistent with those groups on a 64-lane wavefront."""
+    fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
+    code = ctx.data[fn.start : fn.end] if fn is not None else b""
+    if TILE_OF_32.search(code):
+        return "tile"
+    verdicts = [_explicit_width(code, m) for m in SHUFFLE.finditer(code)]
+    return "width" if verdicts and all(verdicts) else None
+
+
+def _explicit_width(text: bytes, match: re.Match[bytes]) -> bool:
+    arguments = shuffle_arguments(text, match.end())
+    position = 3 if match.group(1) else 2
+    if len(arguments) <= position:
+        return False
+    width = arguments[position]
+    literal = re.fullmatch(rb"(\d+)[uU]?", width)
+    return literal is None or int(literal.group(1)) <= 32
+
+
 def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int, **kw) -> None:
     """Report when `node`'s value is one of `wanted`: now if this file decides it, else
     once the project's constants are known (`WARP_SIZE` defined in another header)."""
+    if ctx._current is not None and ctx._current.slug == "warp-size-assumption":
+        grouping = _grouping(ctx, start)
+        if grouping == "width":
+            return  # every shuffle here names its 32-lane width: the groups are deliberate
+        if grouping == "tile":
+            kw["message"] = (
+                f"{kw.get('message', '')}; consistent with the cooperative-groups tiles of 32 "
+                "used here, so correct on wave64, but each tile fills half a CDNA wavefront"
+            )
+            kw["targets"] = PARTIAL_ON_HIP
     value = ctx.value(node)
     if isinstance(value, int):
         if value in wanted:
