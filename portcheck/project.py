@@ -108,6 +108,7 @@ class ProjectFacts:
                     (path, constant.expr, constant)
                 )
         self._value_cache: dict[tuple[str, str], int | None] = {}
+        self._live_cache: dict[str, tuple[list[tuple[str, str, Definition]], set[str]]] = {}
         self._decided_by: dict[tuple[str, str], tuple[str, Definition] | None] = {}
         # definitions that answered a check's question: (path, offset) -> (slug, definition,
         # value, the findings at the places that use it)
@@ -338,30 +339,49 @@ class ProjectFacts:
         self._value_cache[key] = result
         return result
 
-    def _value(self, name: str, path: str, depth: int) -> int | None:
-        definitions = self._constants.get(name)
-        if not definitions or depth > MAX_DEPTH:
-            return None
+    def _live(self, name: str) -> tuple[list[tuple[str, str, Definition]], set[str]]:
+        """The definitions of `name` an AMD build reaches (those in an AMD path only, when
+        there are any), and the files that hold them. Once per name: a name defined in
+        thousands of files is not re-read for each of them."""
+        cached = self._live_cache.get(name)
+        if cached is not None:
+            return cached
         amd_env = self._env(True)
-        ranked: list[tuple[int, str, str, Definition]] = []
-        for def_path, expr, definition in definitions:
-            offset = definition.offset
+        in_amd_path: list[tuple[str, str, Definition]] = []
+        elsewhere: list[tuple[str, str, Definition]] = []
+        for def_path, expr, definition in self._constants.get(name, ()):
             ff = self.files[def_path]
-            kinds = {self._branch_kind(def_path, b) for b in ff.enclosing(offset)}
+            enclosing = ff.enclosing(definition.offset)
+            kinds = {self._branch_kind(def_path, b) for b in enclosing}
             if "nvidia" in kinds:
                 continue
-            if any(branch_condition_value(b, amd_env) == 0 for b in ff.enclosing(offset)):
+            if any(branch_condition_value(b, amd_env) == 0 for b in enclosing):
                 continue
-            rank = (0 if "amd" in kinds else 1) * 2 + (0 if def_path == path else 1)
-            ranked.append((rank, def_path, expr, definition))
-        if not ranked:
+            (in_amd_path if "amd" in kinds else elsewhere).append((def_path, expr, definition))
+        live = in_amd_path or elsewhere
+        result = (live, {def_path for def_path, _, _ in live})
+        self._live_cache[name] = result
+        return result
+
+    def _value(self, name: str, path: str, depth: int) -> int | None:
+        if depth > MAX_DEPTH:
             return None
-        best = min(r for r, _, _, _ in ranked)
-        chosen = [(p, e, d) for r, p, e, d in ranked if r == best]
+        live, paths = self._live(name)
+        if not live:
+            return None
+        if path in paths:  # a definition in the same file comes first
+            chosen = [item for item in live if item[0] == path]
+        else:
+            chosen = live
+            if (name, "") in self._value_cache and len(chosen) > 1:
+                return self._value_cache[(name, "")]  # the project-wide answer, computed once
         values = {self.evaluate(expr, def_path, depth + 1) for def_path, expr, _ in chosen}
         if len(chosen) == 1:
             self._decided_by[(name, path)] = (chosen[0][0], chosen[0][2])
-        return values.pop() if len(values) == 1 else None
+        value = values.pop() if len(values) == 1 else None
+        if path not in paths and len(chosen) > 1:
+            self._value_cache[(name, "")] = value
+        return value
 
     def evaluate(self, expr: str, path: str, depth: int = 0) -> int | None:
         """An integer expression in an AMD build, names resolved through the project."""

@@ -217,6 +217,7 @@ class Context:
     pending: list[Pending] = field(default_factory=list)
     preproc: PreprocFacts = EMPTY_FACTS
     _locals: dict[int, dict[str, str]] = field(default_factory=dict)
+    memo: dict[Any, Any] = field(default_factory=dict)  # what a check computed once per file
 
     def report(
         self,

@@ -59,11 +59,18 @@ def _grouping(ctx: Context, offset: int) -> str | None:
     function works on cooperative-groups tiles of 32.
     Arithmetic in 32s is then consistent with those groups on a 64-lane wavefront."""
     fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
-    code = ctx.data[fn.start : fn.end] if fn is not None else b""
-    if TILE_OF_32.search(code):
-        return "tile"
-    verdicts = [_explicit_width(code, m) for m in SHUFFLE.finditer(code)]
-    return "width" if verdicts and all(verdicts) else None
+    if fn is None:
+        return None
+    known = ctx.memo.get(("grouping", fn.start))
+    if known is None:
+        code = ctx.data[fn.start : fn.end]
+        if TILE_OF_32.search(code):
+            known = "tile"
+        else:
+            verdicts = [_explicit_width(code, m) for m in SHUFFLE.finditer(code)]
+            known = "width" if verdicts and all(verdicts) else ""
+        ctx.memo[("grouping", fn.start)] = known
+    return known or None
 
 
 def _explicit_width(text: bytes, match: re.Match[bytes]) -> bool:
@@ -79,6 +86,9 @@ def _explicit_width(text: bytes, match: re.Match[bytes]) -> bool:
 def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int, **kw) -> None:
     """Report when `node`'s value is one of `wanted`: now if this file decides it, else
     once the project's constants are known (`WARP_SIZE` defined in another header)."""
+    value = ctx.value(node)
+    if value is None or (isinstance(value, int) and value not in wanted):
+        return
     if ctx._current is not None and ctx._current.slug == "warp-size-assumption":
         grouping = _grouping(ctx, start)
         if grouping == "width":
@@ -89,7 +99,6 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
                 "used here, so correct on wave64, but each tile fills half a CDNA wavefront"
             )
             kw["targets"] = PARTIAL_ON_HIP
-    value = ctx.value(node)
     if isinstance(value, int):
         if value in wanted:
             ctx.report(start, end, **kw)
