@@ -91,6 +91,7 @@ class ProjectFacts:
         self._macro_state: dict[tuple[str, bool], object] = {}
         self._envs = {True: self._make_env(True), False: self._make_env(False)}
         self._kinds: dict[tuple[str, int], str | None] = {}
+        self._marked: dict[str, list[tuple[int, int, str]]] = {}
         self._depth = 0
         self._selectors: dict[str, tuple[frozenset[int], frozenset[int]] | None] = {}
         self.shuffle_widths = {n for ff in self.files.values() for n in ff.facts.shuffle_widths}
@@ -108,7 +109,10 @@ class ProjectFacts:
                     (path, constant.expr, constant)
                 )
         self._value_cache: dict[tuple[str, str], int | None] = {}
-        self._live_cache: dict[str, tuple[list[tuple[str, str, Definition]], set[str]]] = {}
+        self._live_cache: dict[
+            str,
+            tuple[list[tuple[str, str, Definition]], dict[str, list[tuple[str, str, Definition]]]],
+        ] = {}
         self._decided_by: dict[tuple[str, str], tuple[str, Definition] | None] = {}
         # definitions that answered a check's question: (path, offset) -> (slug, definition,
         # value, the findings at the places that use it)
@@ -298,16 +302,30 @@ class ProjectFacts:
 
     def placement(self, path: str, offset: int) -> str | None:
         """'amd' inside an AMD path, 'nvidia' in NVIDIA-only code with an AMD alternative."""
-        ff = self.files.get(path)
-        if ff is None:
-            return None
-        kinds = {self._branch_kind(path, b) for b in ff.enclosing(offset)}
-        kinds |= {kind for start, end, kind in self._argument_regions(ff) if start <= offset < end}
+        marked = self._marked.get(path)
+        if marked is None:
+            marked = self._marked[path] = self._marked_regions(path)
+        if not marked:
+            return None  # most files: no branch that tells the platforms apart
+        kinds = {kind for start, end, kind in marked if start <= offset < end}
         if "amd" in kinds:
             return "amd"
         if "nvidia" in kinds:
             return "nvidia"
         return None
+
+    def _marked_regions(self, path: str) -> list[tuple[int, int, str]]:
+        """The byte ranges of a file that are AMD paths or NVIDIA-only code with an AMD
+        alternative (branches and platform-selecting macro arguments), judged once."""
+        ff = self.files.get(path)
+        if ff is None:
+            return []
+        regions = [
+            (b.start_byte, b.end_byte, kind)
+            for b in ff.facts.branches
+            if (kind := self._branch_kind(path, b)) is not None
+        ]
+        return regions + self._argument_regions(ff)
 
     def amd_paths(self) -> list[AmdPath]:
         """Every branch only an AMD build takes, outermost ones only."""
@@ -339,7 +357,9 @@ class ProjectFacts:
         self._value_cache[key] = result
         return result
 
-    def _live(self, name: str) -> tuple[list[tuple[str, str, Definition]], set[str]]:
+    def _live(
+        self, name: str
+    ) -> tuple[list[tuple[str, str, Definition]], dict[str, list[tuple[str, str, Definition]]]]:
         """The definitions of `name` an AMD build reaches (those in an AMD path only, when
         there are any), and the files that hold them. Once per name: a name defined in
         thousands of files is not re-read for each of them."""
@@ -359,7 +379,10 @@ class ProjectFacts:
                 continue
             (in_amd_path if "amd" in kinds else elsewhere).append((def_path, expr, definition))
         live = in_amd_path or elsewhere
-        result = (live, {def_path for def_path, _, _ in live})
+        by_path: dict[str, list[tuple[str, str, Definition]]] = {}
+        for item in live:
+            by_path.setdefault(item[0], []).append(item)
+        result = (live, by_path)
         self._live_cache[name] = result
         return result
 
@@ -370,7 +393,7 @@ class ProjectFacts:
         if not live:
             return None
         if path in paths:  # a definition in the same file comes first
-            chosen = [item for item in live if item[0] == path]
+            chosen = paths[path]
         else:
             chosen = live
             if (name, "") in self._value_cache and len(chosen) > 1:
