@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from portcheck.checks import Context, hazard
-from portcheck.checks.syntax import captures, text
+from portcheck.checks.syntax import preproc_conditions, text
 
 COMPARE = r"\s*(?:[<>]=?|==|!=)\s*"
 ARCH_COMPARISON = re.compile(rf"__CUDA_ARCH__{COMPARE}\d+|\d+{COMPARE}__CUDA_ARCH__")
@@ -25,8 +25,7 @@ def inline_ptx(ctx: Context) -> None:
 def arch_conditional(ctx: Context) -> None:
     if ctx.root is None or b"__CUDA_ARCH__" not in ctx.data:
         return
-    pattern = "[(preproc_if condition: (_) @c) (preproc_elif condition: (_) @c)]"
-    for condition in captures(ctx.root, pattern, "c"):
+    for condition in preproc_conditions(ctx.root):
         match = ARCH_COMPARISON.search(text(condition))
         if match:
             directive = condition.parent
