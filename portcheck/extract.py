@@ -22,7 +22,14 @@ from pathlib import PurePosixPath
 
 from tree_sitter import Node
 
-from portcheck.checks import METHOD_MARK, Context, FunctionInfo, run_checks
+from portcheck.checks import (
+    METHOD_MARK,
+    Context,
+    FunctionInfo,
+    innermost_function,
+    nesting,
+    run_checks,
+)
 from portcheck.model import (
     ApiRule,
     Dependency,
@@ -370,10 +377,9 @@ class Extractor:
         if not functions:
             return functions
         starts = [f.start for f in functions]
+        outer = nesting(functions)
         for callee in captures.get("callee", ()):
-            i = bisect.bisect_right(starts, callee.start_byte) - 1
-            while i >= 0 and not (functions[i].start <= callee.start_byte < functions[i].end):
-                i -= 1
+            i = innermost_function(functions, starts, outer, callee.start_byte)
             if i >= 0:
                 parts = strip_template_args((callee.text or b"").decode()).split("::")
                 scope = parts[0].strip()
@@ -459,7 +465,7 @@ class Extractor:
                     stack.append(child)
 
     def _scan_tokens(self, data, root, aliases, using_namespaces, add, definitions) -> None:
-        masked_cache: dict[int, list[tuple[int, int]]] = {}
+        masked_cache: dict[int, tuple[bytes, list[tuple[int, int]]]] = {}
         macro_names = (
             {m.start(1): m.group(1).decode() for m in MACRO_DEFINITION.finditer(data)}
             if b"define" in data
@@ -515,23 +521,30 @@ class Extractor:
 
     @staticmethod
     def _token_in_macro_body(
-        node: Node, parent: Node | None, start: int, cache: dict[int, list[tuple[int, int]]]
+        node: Node,
+        parent: Node | None,
+        start: int,
+        cache: dict[int, tuple[bytes, list[tuple[int, int]]]],
     ) -> bool:
         if parent is None or parent.type not in ("preproc_def", "preproc_function_def"):
             return False  # `#error`, `#pragma` text is not code
-        ranges = cache.get(node.start_byte)
-        if ranges is None:
-            ranges = cache[node.start_byte] = _masked_ranges(node.text or b"")
-        text = node.text or b""
+        known = cache.get(node.start_byte)  # the body's text and masks, once per body
+        if known is None:
+            body = node.text or b""
+            known = cache[node.start_byte] = (body, _masked_ranges(body))
+        text, ranges = known
         offset = start - node.start_byte
-        before = text[:offset].rstrip()
+        # What precedes the token, within reach: the whole prefix per token of a long
+        # macro body would cost body length x tokens.
+        before = text[max(0, offset - 256) : offset].rstrip()
         if before.endswith((b".", b"->")):
             return False  # a member: `obj.cudaFree`
         if before.endswith(b"::"):
             scope = re.search(rb"(\w*)\s*::$", before)
             if scope is not None and scope.group(1):
                 return False  # `std::printf`, `mylib::cudaFree` (CUDA scopes start their own token)
-        return not any(a <= offset < b for a, b in ranges)
+        i = bisect.bisect_right(ranges, (offset, 1 << 62)) - 1  # sorted, disjoint
+        return not (i >= 0 and offset < ranges[i][1])
 
     def _classify_name_node(
         self, node, path, depth, token, aliases, using_namespaces, add, definitions
