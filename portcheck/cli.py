@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from portcheck import __version__
+from portcheck.engine import DEFAULT_FILE_TIMEOUT
 from portcheck.model import ENGINES, TARGETS, Report
 from portcheck.report import FORMATS, formatter
 from portcheck.ruleset import RuleError
@@ -149,6 +150,14 @@ def main() -> None:
     metavar="GLOB",
     help="Skip paths matching this gitignore-style glob (repeatable).",
 )
+@click.option(
+    "--file-timeout",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_FILE_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Skip a file (reason: timeout) that takes longer than this to scan; 0: no limit.",
+)
 def scan_command(
     path: Path,
     fmt: str,
@@ -162,6 +171,7 @@ def scan_command(
     offload_arch: str | None,
     ignore: tuple[str, ...],
     exclude: tuple[str, ...],
+    file_timeout: float,
 ) -> None:
     """Scan PATH (a CUDA file or a source tree) and report its portability."""
     try:
@@ -179,6 +189,7 @@ def scan_command(
             jobs=jobs,
             cache=not no_cache,
             progress=progress,
+            file_timeout=file_timeout or None,
         )
     except (ScanError, RuleError) as exc:
         stop_progress()

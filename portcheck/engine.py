@@ -16,7 +16,9 @@ import gc
 import hashlib
 import os
 import pickle
+import signal
 import sqlite3
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -40,6 +42,53 @@ WINDOW_CHUNKS = 4  # chunks in flight per worker before the parent waits
 CACHE_WRITE_BATCH = 512
 
 _worker_extractor: Extractor | None = None
+_worker_timeout: float | None = None  # seconds per file (workers inherit it by fork)
+DEFAULT_FILE_TIMEOUT = 60.0
+TIMEOUT_REASON = "timeout"
+
+
+class FileTimeout(Exception):
+    """A file took longer than its budget."""
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise FileTimeout
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise FileTimeout in this block after `seconds` (SIGALRM: the main thread of a
+    process only; elsewhere, or with no limit, the block runs unbounded). The previous
+    handler and timer are restored afterwards."""
+    if (
+        not seconds
+        or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:  # someone else's timer was running: give it back what remains (roughly)
+            signal.setitimer(signal.ITIMER_REAL, outer)
+
+
+def scan_within(
+    extractor: Extractor, relpath: str, language: Language, data: bytes, seconds: float | None
+) -> FileScan | Skipped:
+    """scan_file, or Skipped(relpath, "timeout") when it takes longer than `seconds`."""
+    try:
+        with time_limit(seconds):
+            return extractor.scan_file(relpath, language, data)
+    except FileTimeout:
+        return Skipped(relpath, TIMEOUT_REASON)
+
+
 # Young-generation collections every 20,000 allocations instead of 700: a scan allocates
 # millions of short-lived objects (syntax nodes, tuples) and no reference cycles worth
 # finding early. Measured on cuda-samples: ~15 % less CPU for a serial scan, ~5 % less
@@ -103,11 +152,15 @@ def _from_wire(payload: bytes, rules: RuleSet) -> FileScan:
     return scan
 
 
-def _scan_chunk(jobs: list[tuple[str, Language, bytes]]) -> list[bytes]:
-    """Runs in a worker process: scans a chunk of files."""
+def _scan_chunk(jobs: list[tuple[str, Language, bytes]]) -> list[bytes | Skipped]:
+    """Runs in a worker process: scans a chunk of files (a file over its time budget
+    comes back as a Skipped, which the parent does not cache)."""
     assert _worker_extractor is not None
-    scan_file = _worker_extractor.scan_file
-    return [_to_wire(scan_file(relpath, language, data)) for relpath, language, data in jobs]
+    results: list[bytes | Skipped] = []
+    for relpath, language, data in jobs:
+        scanned = scan_within(_worker_extractor, relpath, language, data, _worker_timeout)
+        results.append(scanned if isinstance(scanned, Skipped) else _to_wire(scanned))
+    return results
 
 
 class ScanCache:
@@ -356,16 +409,19 @@ def scan_candidates(
     jobs: int | None = None,
     cache: ScanCache | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
 ) -> Iterator[FileScan | Skipped]:
     """FileScans (and Skipped for unreadable files) in the order of `reads` (`total` of
     them). A read with a key is looked up in the cache, and what is scanned is stored.
+    A file not scanned within `file_timeout` seconds is Skipped ("timeout"), not stored.
 
     With a pool, chunks of files are submitted as soon as they are read and at most
     WINDOW_CHUNKS per worker are in flight, so the workers never wait for the parent and
     memory stays bounded however large the tree is; results are yielded in order.
     """
-    global _worker_extractor
+    global _worker_extractor, _worker_timeout
     _worker_extractor = extractor
+    _worker_timeout = file_timeout
     workers = max(1, jobs or os.cpu_count() or 1)
     use_pool = workers > 1 and total >= MIN_FILES_FOR_POOL
     pool: Any = None
@@ -400,9 +456,13 @@ def scan_candidates(
                 if len(in_flight) <= limit and not state.future.ready():
                     break
                 payload = state.future.get()[state.position]
-                result: FileScan | Skipped | None = _from_wire(payload, extractor.rules)
-                if state.key:
-                    fresh.append((state.key, payload))
+                result: FileScan | Skipped | None
+                if isinstance(payload, Skipped):  # over its time budget: never cached
+                    result = payload
+                else:
+                    result = _from_wire(payload, extractor.rules)
+                    if state.key:
+                        fresh.append((state.key, payload))
                 if state.last:
                     in_flight.popleft()
             elif isinstance(state, str):
@@ -440,9 +500,11 @@ def scan_candidates(
                 if len(chunk) >= CHUNK_FILES or chunk_bytes >= CHUNK_BYTES:
                     flush()
             else:  # in-process: no round trip through pickle unless the cache wants it
-                scanned = extractor.scan_file(candidate.relpath, candidate.language, data)
+                scanned = scan_within(
+                    extractor, candidate.relpath, candidate.language, data, file_timeout
+                )
                 slots.append([candidate, scanned])
-                if cache is not None and key:
+                if cache is not None and key and not isinstance(scanned, Skipped):
                     fresh.append((key, _to_wire(scanned)))
             yield from drain(WINDOW_CHUNKS * workers)
         flush()

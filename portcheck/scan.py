@@ -13,7 +13,9 @@ from portcheck import __version__
 from portcheck.checks import resolve_ignores
 from portcheck.discover import MAX_FILE_BYTES, Candidate, discover
 from portcheck.engine import (
+    DEFAULT_FILE_TIMEOUT,
     MIN_FILES_FOR_POOL,
+    TIMEOUT_REASON,
     Read,
     ScanCache,
     default_cache_path,
@@ -86,8 +88,12 @@ def scan(
     jobs: int | None = None,
     cache: bool = True,
     progress: ProgressCallback | None = None,
+    file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
 ) -> Report:
     """Scan a CUDA file or source tree and return its Report.
+
+    A file not scanned within `file_timeout` seconds (None or 0: no limit) is listed in
+    `skipped` with the reason "timeout" and the scan goes on.
 
     >>> report = scan("examples/heatflow")           # doctest: +SKIP
     >>> report.scores["hip"], len(report.uses)        # doctest: +SKIP
@@ -103,7 +109,17 @@ def scan(
         raise ScanError(str(exc)) from None
     extractor = Extractor(rules if rules is not None else default_rules(), ignored)
     with fewer_collections():
-        report = _scan_tree(root, chosen, extractor, exclude, max_file_bytes, jobs, cache, progress)
+        report = _scan_tree(
+            root,
+            chosen,
+            extractor,
+            exclude,
+            max_file_bytes,
+            jobs,
+            cache,
+            progress,
+            file_timeout=file_timeout,
+        )
     return replace(report, seconds=time.perf_counter() - started)
 
 
@@ -116,6 +132,8 @@ def _scan_tree(
     jobs: int | None,
     cache: bool,
     progress: ProgressCallback | None,
+    *,
+    file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
 ) -> Report:
     candidates: list[Candidate] = []
     skipped: list[Skipped] = []
@@ -130,7 +148,7 @@ def _scan_tree(
     # inputs, and so is each file's stamp: a re-scan of an unchanged tree opens no file.
     if not cache:
         reads: Iterable[Read] = read_files(candidates)
-        scans = _scan(reads, candidates, extractor, jobs, None, progress, skipped)
+        scans = _scan(reads, candidates, extractor, jobs, None, progress, skipped, file_timeout)
         return _assemble(root, chosen, scans, skipped)
     scan_cache = ScanCache(default_cache_path())
     try:
@@ -147,9 +165,13 @@ def _scan_tree(
             misses = len(keys) - len(scan_cache.present(keys))
             if misses < MIN_FILES_FOR_POOL:
                 jobs = 1
-            scans = _scan(keyed, candidates, extractor, jobs, scan_cache, progress, skipped)
+            scans = _scan(
+                keyed, candidates, extractor, jobs, scan_cache, progress, skipped, file_timeout
+            )
             report = _assemble(root, chosen, scans, skipped)
-            scan_cache.put_report(slot, key, _memo_dump(report))
+            # A file that ran out of time may finish next time (or with a longer budget).
+            if not any(item.reason == TIMEOUT_REASON for item in skipped):
+                scan_cache.put_report(slot, key, _memo_dump(report))
         else:
             report = remembered
     finally:
@@ -169,10 +191,17 @@ def _scan(
     scan_cache: ScanCache | None,
     progress: ProgressCallback | None,
     skipped: list[Skipped],
+    file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
 ) -> list[FileScan]:
     scans: list[FileScan] = []
     for result in scan_candidates(
-        reads, len(candidates), extractor, jobs=jobs, cache=scan_cache, progress=progress
+        reads,
+        len(candidates),
+        extractor,
+        jobs=jobs,
+        cache=scan_cache,
+        progress=progress,
+        file_timeout=file_timeout,
     ):
         if isinstance(result, Skipped):
             skipped.append(result)
