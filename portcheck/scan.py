@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from portcheck import __version__
 from portcheck.checks import resolve_ignores
-from portcheck.discover import MAX_FILE_BYTES, Candidate, discover
+from portcheck.discover import MAX_FILE_BYTES, BadPattern, Candidate, check_excludes, discover
 from portcheck.engine import (
     DEFAULT_FILE_TIMEOUT,
     MIN_FILES_FOR_POOL,
@@ -46,6 +46,7 @@ from portcheck.model import (
     Target,
     Use,
 )
+from portcheck.paths import display_path
 from portcheck.ruleset import RuleSet, default_rules
 from portcheck.score import effort, scores
 
@@ -107,6 +108,10 @@ def scan(
         ignored = resolve_ignores(ignore)
     except ValueError as exc:
         raise ScanError(str(exc)) from None
+    try:
+        check_excludes(exclude)
+    except BadPattern as exc:
+        raise ScanError(str(exc)) from None
     extractor = Extractor(rules if rules is not None else default_rules(), ignored)
     with fewer_collections():
         report = _scan_tree(
@@ -152,7 +157,7 @@ def _scan_tree(
         return _assemble(root, chosen, scans, skipped)
     scan_cache = ScanCache(default_cache_path())
     try:
-        slot = os.path.realpath(root)
+        slot = display_path(os.path.realpath(root))  # sqlite stores no lone surrogates
         known = scan_cache.file_states(slot)
         keyed, states = read_all_keyed(candidates, extractor, KEEP_READ_BYTES, known)
         if states != known:
@@ -176,7 +181,7 @@ def _scan_tree(
             report = remembered
     finally:
         scan_cache.close()
-    return replace(report, root=str(root))
+    return replace(report, root=display_path(root))
 
 
 MEMO_VERSION = "report-6"  # bump when _assemble or the Report's fields change
@@ -311,7 +316,7 @@ def _assemble(
     kernels = _kernels_with_needs([k for s in scans for k in s.kernels], needs)
     return Report(
         python=_python_section(root, scans),
-        root=str(root),
+        root=display_path(root),
         tool_version=__version__,
         targets=targets,
         files=tuple(files),
