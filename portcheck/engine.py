@@ -433,6 +433,7 @@ def scan_candidates(
     chunk_bytes = 0
     in_flight: deque[Any] = deque()  # submitted chunks not yet consumed, oldest first
     fresh: list[tuple[str, bytes]] = []
+    prepared = False
 
     def flush() -> None:
         nonlocal chunk, chunk_slots, chunk_bytes, pool
@@ -500,6 +501,9 @@ def scan_candidates(
                 if len(chunk) >= CHUNK_FILES or chunk_bytes >= CHUNK_BYTES:
                     flush()
             else:  # in-process: no round trip through pickle unless the cache wants it
+                if not prepared:  # the lookup tables and queries: not in the first file's time
+                    extractor.prepare()
+                    prepared = True
                 scanned = scan_within(
                     extractor, candidate.relpath, candidate.language, data, file_timeout
                 )

@@ -282,7 +282,7 @@ def test_file_over_its_budget_is_skipped_and_the_scan_goes_on(tmp_path):
         (tmp_path / f"k{i:02d}.cu").write_bytes(SHUFFLE.replace(b"warpReduce", f"r{i}".encode()))
 
     for jobs in ("1", "2"):
-        report = scan_json(tmp_path, "--file-timeout", "0.2", "-j", jobs)
+        report = scan_json(tmp_path, "--file-timeout", "0.5", "-j", jobs)
         assert report["skipped"] == [{"path": "stencil.cu", "reason": "timeout"}], jobs
         assert len(report["files"]) == 17
         assert ("lane-mask-width", "k16.cu") in slugs_by_path(report)
