@@ -162,11 +162,14 @@ class _IgnoreRules:
         self._excludes = _gitignore_spec(excludes) if excludes else None
         self._specs: dict[str, pathspec.GitIgnoreSpec] = {}
 
-    def load_dir(self, reldir: str, absdir: str) -> Iterator[str]:
+    def load_dir(self, reldir: str, absdir: str, root_real: str) -> Iterator[str]:
         """Read reldir/.gitignore if present; yields why it (or a line of it) was not
-        used. Only a regular file is read: a FIFO or a link to a device named
+        used. Only a regular file in the tree is read: a FIFO or a link to a device named
         .gitignore would block the scan or never end."""
         path = os.path.join(absdir, ".gitignore")
+        if os.path.islink(path) and _outside(os.path.realpath(path), root_real):
+            yield "symlink to a file outside the scanned tree; not used as .gitignore"
+            return
         data = read_regular_file(path, MAX_IGNORE_FILE_BYTES)
         if data is None:
             return
@@ -237,7 +240,7 @@ def read_regular_file(path: str | Path, limit: int) -> bytes | str | None:
     checked."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:
         return f"unreadable: {exc.strerror or exc}"
@@ -292,6 +295,13 @@ def discover(
     if root_path.is_file():
         yield from _consider_file(str(root_path.parent), str(root_path), max_bytes, named=True)
         return
+    if not root_path.is_dir():  # a FIFO or a device given as PATH: nothing to read
+        try:
+            reason = not_regular(os.stat(root_path).st_mode)
+        except OSError as exc:
+            reason = f"cannot stat: {exc.strerror or exc}"
+        yield Skipped(display_path(root_path.name) or ".", reason)
+        return
 
     root_real = os.path.realpath(root_path)
     rules = _IgnoreRules(excludes)
@@ -311,7 +321,7 @@ def discover(
             continue
         seen_dirs.add((st.st_dev, st.st_ino))
         ignore_file = f"{shown}/.gitignore" if shown else ".gitignore"
-        for reason in rules.load_dir(reldir, absdir):
+        for reason in rules.load_dir(reldir, absdir, root_real):
             yield Skipped(ignore_file, reason)
         try:
             with os.scandir(absdir) as it:

@@ -102,7 +102,7 @@ def scan(
     started = time.perf_counter()
     root = Path(path)
     if not root.exists():
-        raise ScanError(f"path does not exist: {root}")
+        raise ScanError(f"path does not exist: {display_path(root)}")
     chosen = parse_targets(targets)
     try:
         ignored = resolve_ignores(ignore)

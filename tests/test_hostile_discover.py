@@ -137,15 +137,29 @@ def test_links_to_devices_and_files_outside_the_tree_are_never_read(tmp_path):
     (tmp_path / "vendor" / "cutlass.cu").write_bytes(SHUFFLE)
     os.symlink(tmp_path / "vendor", root / "vendor")
     (root / "main.cu").write_bytes(ALLOCATE)
+    (root / "sub").mkdir()
+    (tmp_path / "patterns").write_text("*.cu\n")
+    os.symlink(tmp_path / "patterns", root / "sub" / ".gitignore")
+    (root / "sub" / "kept.cu").write_bytes(SHUFFLE)
 
     report = scan_json(root, "--no-cache")
-    assert [f["path"] for f in report["files"]] == ["main.cu"]
+    assert [f["path"] for f in report["files"]] == ["main.cu", "sub/kept.cu"]
     reasons = {s["path"]: s["reason"] for s in report["skipped"]}
+    assert reasons["sub/.gitignore"].startswith("symlink to a file outside the scanned tree")
     assert reasons["borrowed.cu"] == "symlink to a file outside the scanned tree"
     assert reasons["zero.cu"] == "symlink to a file outside the scanned tree"
     assert reasons["vendor"] == "symlink to a directory outside the scanned tree"
-    assert reasons[".gitignore"].startswith("not a regular file (a character device)")
+    assert reasons[".gitignore"].startswith("symlink to a file outside the scanned tree")
     assert ("warp-size-assumption", "main.cu") in slugs_by_path(report)
+
+
+def test_fifo_given_as_the_path_is_skipped(tmp_path):
+    os.mkfifo(tmp_path / "kernels.cu")
+    result = scan_cli(tmp_path / "kernels.cu", "--format", "json", "--no-cache", timeout=30)
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["skipped"] == [
+        {"path": "kernels.cu", "reason": "not a regular file (a named pipe)"}
+    ]
 
 
 def test_source_replaced_by_a_fifo_after_discovery_is_skipped_not_waited_on(tmp_path):
