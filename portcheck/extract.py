@@ -559,7 +559,7 @@ class Extractor:
             definitions.add(name)
             return
 
-        if ptype in ("qualified_identifier", "nested_namespace_specifier"):
+        if parent is not None and ptype in ("qualified_identifier", "nested_namespace_specifier"):
             scope = parent.child_by_field_name("scope")
             if scope is None or scope.type == "::":
                 pass  # `::cudaFree`: global scope, an ordinary use

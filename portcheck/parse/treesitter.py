@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from functools import cache
 
 import tree_sitter_cuda
-from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree
+from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree, TreeCursor
 
 CUDA_LANGUAGE = Language(tree_sitter_cuda.language())
 
@@ -42,6 +42,12 @@ def parse_cuda(data: bytes) -> Tree:
     return parser.parse(data)
 
 
+def _here(cursor: TreeCursor) -> Node:
+    node = cursor.node
+    assert node is not None  # a cursor made from a node is always on one
+    return node
+
+
 class TokenLocator:
     """The smallest node around each of a series of byte ranges, with its ancestors, in
     time linear in the tree when the ranges come in increasing order.
@@ -67,15 +73,15 @@ class TokenLocator:
             if top.start_byte <= start and end <= top.end_byte:
                 break
             if top.end_byte <= start and cursor.goto_next_sibling():
-                path[-1] = cursor.node
+                path[-1] = _here(cursor)
                 continue
             cursor.goto_parent()
             path.pop()
         # Down, through the child that spans the range, while there is one.
         while cursor.goto_first_child():
-            node = cursor.node
+            node = _here(cursor)
             while node.end_byte <= start and cursor.goto_next_sibling():
-                node = cursor.node
+                node = _here(cursor)
             path.append(node)
             if not (node.start_byte <= start and end <= node.end_byte):
                 # No child spans it: the answer is the parent. The cursor stays on this
@@ -122,7 +128,7 @@ def walk_nodes(root: Node) -> Iterator[Node]:
     recursion."""
     cursor = root.walk()
     while True:
-        yield cursor.node
+        yield _here(cursor)
         if cursor.goto_first_child():
             continue
         while not cursor.goto_next_sibling():
