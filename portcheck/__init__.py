@@ -73,9 +73,13 @@ def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'portcheck' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+    loaded = import_module(module)
+    # Importing portcheck.scan binds the submodule as `portcheck.scan`, over the function
+    # of that name: bind every name this module exports, not only the one asked for.
+    for other, where in _EXPORTS.items():
+        if where == module:
+            globals()[other] = getattr(loaded, other)
+    return globals()[name]
 
 
 def __dir__() -> list[str]:

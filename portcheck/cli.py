@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from portcheck import __version__
+from portcheck.engine import DEFAULT_FILE_TIMEOUT
 from portcheck.model import ENGINES, TARGETS, Report
 from portcheck.paths import display_path
 from portcheck.report import FORMATS, NOTHING_TO_SCORE, formatter, nothing_to_score
@@ -239,6 +240,14 @@ def main(debug: bool) -> None:
     metavar="GLOB",
     help="Skip paths matching this gitignore-style glob (repeatable).",
 )
+@click.option(
+    "--file-timeout",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_FILE_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Skip a file (reason: timeout) that takes longer than this to scan; 0: no limit.",
+)
 @_compile_input_options
 def scan_command(
     path: Path,
@@ -253,6 +262,7 @@ def scan_command(
     offload_arch: str | None,
     ignore: tuple[str, ...],
     exclude: tuple[str, ...],
+    file_timeout: float,
     deep: bool,
     front_end: str | None,
     **compile_inputs: Any,
@@ -282,6 +292,7 @@ def scan_command(
             cache=not no_cache,
             progress=progress,
             front_end=front_end or ("deep" if deep else "auto"),
+            file_timeout=file_timeout or None,
         )
     except (ScanError, RuleError) as exc:
         stop_progress()

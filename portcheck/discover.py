@@ -10,17 +10,20 @@ from __future__ import annotations
 import os
 import re
 import stat
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from portcheck.model import Language, Skipped
+from portcheck.paths import display_path
 
 if TYPE_CHECKING:
     import pathspec
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_IGNORE_FILE_BYTES = 1024 * 1024  # a .gitignore larger than this is not read
 BINARY_SNIFF_BYTES = 8192
 
 CUDA_SUFFIXES = {".cu": Language.CUDA, ".cuh": Language.CUDA}
@@ -84,8 +87,8 @@ def looks_like_cuda(data: bytes) -> bool:
 class Candidate:
     """A file chosen for scanning by its name; `read_candidate` gets its bytes."""
 
-    path: Path
-    relpath: str  # relative to the root, with "/"
+    path: Path  # on disk (a name that is not UTF-8 holds surrogates: os.fsdecode)
+    relpath: str  # relative to the root, with "/", as display_path shows it
     language: Language
     needs_cuda_check: bool  # a C/C++ file: scanned only if it turns out to use CUDA
     # size, modification and change times (ns) and inode when discovered: a re-scan may
@@ -132,24 +135,62 @@ def classify_name(name: str, parent: str = "") -> tuple[Language | None, bool]:
     return None, False
 
 
+class BadPattern(ValueError):
+    """An --exclude glob that is not a valid gitignore pattern; the message says which."""
+
+
+def check_excludes(excludes: Sequence[str]) -> None:
+    """Raise BadPattern naming the first --exclude glob that cannot be compiled."""
+    for pattern in excludes:
+        if _pattern_error(pattern) is not None:
+            raise BadPattern(f"bad --exclude pattern {pattern!r}: {_pattern_error(pattern)}")
+
+
+def _pattern_error(pattern: str) -> str | None:
+    try:
+        _gitignore_spec([pattern])
+    except (ValueError, re.error) as exc:
+        return str(exc)
+    return None
+
+
 class _IgnoreRules:
     """The .gitignore files met on the way down, with --exclude globs on top."""
 
     def __init__(self, excludes: Sequence[str]) -> None:
+        check_excludes(excludes)
         self._excludes = _gitignore_spec(excludes) if excludes else None
         self._specs: dict[str, pathspec.GitIgnoreSpec] = {}
 
-    def load_dir(self, reldir: str, absdir: str) -> str | None:
-        """Read reldir/.gitignore if present; returns a skip reason if unreadable."""
+    def load_dir(self, reldir: str, absdir: str, root_real: str) -> Iterator[str]:
+        """Read reldir/.gitignore if present; yields why it (or a line of it) was not
+        used. Only a regular file in the tree is read: a FIFO or a link to a device named
+        .gitignore would block the scan or never end."""
         path = os.path.join(absdir, ".gitignore")
+        if os.path.islink(path) and _outside(os.path.realpath(path), root_real):
+            yield "symlink to a file outside the scanned tree; not used as .gitignore"
+            return
+        data = read_regular_file(path, MAX_IGNORE_FILE_BYTES)
+        if data is None:
+            return
+        if isinstance(data, str):
+            yield f"{data}; not used as .gitignore"
+            return
+        lines = data.decode("utf-8", "replace").splitlines()
         try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                self._specs[reldir] = _gitignore_spec(fh)
-        except FileNotFoundError:
-            return None
-        except OSError as exc:
-            return f"unreadable .gitignore: {exc.strerror or exc}"
-        return None
+            self._specs[reldir] = _gitignore_spec(lines)
+            return
+        except (ValueError, re.error):
+            pass
+        # Some line is not a valid pattern: use the others, and say which ones were not.
+        good = []
+        for number, line in enumerate(lines, 1):
+            error = _pattern_error(line)
+            if error is None:
+                good.append(line)
+            else:
+                yield f"line {number}: bad pattern {display_path(line)!r} ignored ({error})"
+        self._specs[reldir] = _gitignore_spec(good)
 
     def ignored(self, relpath: str, is_dir: bool) -> bool:
         probe = relpath + "/" if is_dir else relpath
@@ -170,7 +211,62 @@ class _IgnoreRules:
 def _gitignore_spec(lines: Iterable[str]) -> pathspec.GitIgnoreSpec:
     import pathspec  # only when there is a .gitignore or an --exclude (~15 ms to import)
 
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    with warnings.catch_warnings():  # re's FutureWarnings about odd sets are not for users
+        warnings.simplefilter("ignore")
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def not_regular(mode: int) -> str:
+    """Why a file of this mode is not read: `not a regular file (a named pipe)`."""
+    kind = next((name for test, name in FILE_KINDS if test(mode)), "special")
+    return f"not a regular file ({kind})"
+
+
+def read_regular_file(path: str | Path, limit: int) -> bytes | str | None:
+    """The bytes of a regular file (at most `limit`); a reason (str) when it is not a
+    regular file, is too large or cannot be read; None when it does not exist.
+
+    Opened without blocking (a FIFO swapped in after a stat would otherwise wait for a
+    writer) and checked again on the open descriptor, so what is read is what was
+    checked."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return not_regular(st.st_mode)
+        if st.st_size > limit:
+            return f"larger than {limit // (1024 * 1024)} MiB ({st.st_size} bytes)"
+        os.set_blocking(fd, True)
+        chunks = []
+        remaining = limit + 1  # a file that grew past the limit since the stat is cut off
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            return f"larger than {limit // (1024 * 1024)} MiB (it grew while being read)"
+        return data
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
 
 
 def _rel(root: str, path: str) -> str:
@@ -190,10 +286,21 @@ def discover(
     """Yield every file to scan under `root` (or `root` itself), and every skipped one.
 
     Files are yielded in a stable (sorted) order so that reports are reproducible.
+    Names are handled as the file system gives them (bytes carried as surrogates) and
+    reported through display_path. A link to a directory is not walked: its target is
+    scanned where it really is, if inside the tree (once), and never if outside.
+    Raises BadPattern for an invalid --exclude glob.
     """
     root_path = Path(root)
     if root_path.is_file():
         yield from _consider_file(str(root_path.parent), str(root_path), max_bytes, named=True)
+        return
+    if not root_path.is_dir():  # a FIFO or a device given as PATH: nothing to read
+        try:
+            reason = not_regular(os.stat(root_path).st_mode)
+        except OSError as exc:
+            reason = f"cannot stat: {exc.strerror or exc}"
+        yield Skipped(display_path(root_path.name) or ".", reason)
         return
 
     root_real = os.path.realpath(root_path)
@@ -203,23 +310,24 @@ def discover(
     while stack:
         absdir = stack.pop()
         reldir = _rel(str(root_path), absdir)
+        shown = display_path(reldir)
         try:
             st = os.stat(absdir)
         except OSError as exc:
-            yield Skipped(reldir or ".", f"cannot open directory: {exc.strerror or exc}")
+            yield Skipped(shown or ".", f"cannot open directory: {exc.strerror or exc}")
             continue
-        if (st.st_dev, st.st_ino) in seen_dirs:
-            yield Skipped(reldir, "directory already scanned (symlink loop or duplicate link)")
+        if (st.st_dev, st.st_ino) in seen_dirs:  # a bind mount or hard link: no symlinks here
+            yield Skipped(shown, "directory already scanned (duplicate link)")
             continue
         seen_dirs.add((st.st_dev, st.st_ino))
-        reason = rules.load_dir(reldir, absdir)
-        if reason:
-            yield Skipped(f"{reldir}/.gitignore" if reldir else ".gitignore", reason)
+        ignore_file = f"{shown}/.gitignore" if shown else ".gitignore"
+        for reason in rules.load_dir(reldir, absdir, root_real):
+            yield Skipped(ignore_file, reason)
         try:
             with os.scandir(absdir) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            yield Skipped(reldir or ".", f"cannot list directory: {exc.strerror or exc}")
+            yield Skipped(shown or ".", f"cannot list directory: {exc.strerror or exc}")
             continue
 
         subdirs: list[str] = []
@@ -233,17 +341,38 @@ def discover(
                 if entry.name in ALWAYS_PRUNED or rules.ignored(relpath, is_dir=True):
                     continue
                 if entry.is_symlink():
-                    target = os.path.realpath(entry.path)
-                    if os.path.commonpath([root_real, target]) != root_real:
-                        yield Skipped(relpath, "symlink to a directory outside the scanned tree")
-                        continue
+                    yield Skipped(display_path(relpath), _directory_link(entry.path, root_real))
+                    continue
                 subdirs.append(entry.path)
                 continue
             if rules.ignored(relpath, is_dir=False):
                 continue
+            if entry.is_symlink() and _outside(os.path.realpath(entry.path), root_real):
+                if classify_name(entry.name, os.path.basename(absdir))[0] is not None:
+                    yield Skipped(
+                        display_path(relpath), "symlink to a file outside the scanned tree"
+                    )
+                continue
             yield from _consider_file(str(root_path), entry.path, max_bytes, False, relpath)
         # Depth-first in sorted order: push in reverse so the first name pops first.
         stack.extend(reversed(subdirs))
+
+
+def _outside(target: str, root_real: str) -> bool:
+    return os.path.commonpath([root_real, target]) != root_real
+
+
+def _directory_link(path: str, root_real: str) -> str:
+    """Why a link to a directory is not walked. Its target, if inside the tree, is
+    walked under its real name (unless ignored): the files are read once, and a link
+    met before its target (`alias -> src`) no longer hides the real folder."""
+    target = os.path.realpath(path)
+    if _outside(target, root_real):
+        return "symlink to a directory outside the scanned tree"
+    where = os.path.relpath(target, root_real).replace(os.sep, "/")
+    if not _outside(os.path.realpath(os.path.dirname(path)), target):  # `src/loop -> ..`
+        return "symlink loop (to an enclosing directory)"
+    return f"symlink to a directory in the tree, scanned as {display_path(where)}"
 
 
 def _consider_file(
@@ -251,6 +380,7 @@ def _consider_file(
 ) -> Iterator[Candidate | Skipped]:
     # The walk knows each file's relative path; os.path.relpath costs more than the stat.
     relpath = relpath or _rel(root, path) or os.path.basename(path)
+    shown = display_path(relpath)
     language, needs_check = classify_name(
         os.path.basename(path), os.path.basename(os.path.dirname(path))
     )
@@ -261,19 +391,19 @@ def _consider_file(
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        yield Skipped(relpath, "broken symlink")
+        yield Skipped(shown, "broken symlink")
         return
     except OSError as exc:
-        yield Skipped(relpath, f"cannot stat: {exc.strerror or exc}")
+        yield Skipped(shown, f"cannot stat: {exc.strerror or exc}")
         return
     if not stat.S_ISREG(st.st_mode):
-        yield Skipped(relpath, "not a regular file")
+        yield Skipped(shown, not_regular(st.st_mode))
         return
     if st.st_size > max_bytes:
-        yield Skipped(relpath, f"larger than {max_bytes // (1024 * 1024)} MiB ({st.st_size} bytes)")
+        yield Skipped(shown, f"larger than {max_bytes // (1024 * 1024)} MiB ({st.st_size} bytes)")
         return
     stamp = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-    yield Candidate(Path(path), relpath, language, needs_check and not named, stamp)
+    yield Candidate(Path(path), shown, language, needs_check and not named, stamp)
 
 
 # A C/C++ header without CUDA in it can still define what CUDA code elsewhere uses: a
@@ -286,11 +416,13 @@ def read_candidate(candidate: Candidate, facts: bool = False) -> bytes | Skipped
     """The file's bytes; a Skipped with the reason; or None for a C/C++ file
     that turned out to have no CUDA in it (not worth a skip line). With `facts`, a header
     without CUDA that defines macros or constants is read too (for the project's facts)."""
-    try:
-        with open(candidate.path, "rb") as fh:
-            data = fh.read()
-    except OSError as exc:
-        return Skipped(candidate.relpath, f"unreadable: {exc.strerror or exc}")
+    # Discovery saw a regular file; what is opened now is checked again (it may have been
+    # replaced by a FIFO or a link to a device since), and read no further than it was big.
+    data = read_regular_file(candidate.path, max(candidate.stamp[0], MAX_FILE_BYTES))
+    if data is None:
+        return Skipped(candidate.relpath, "unreadable: No such file or directory")
+    if isinstance(data, str):
+        return Skipped(candidate.relpath, data)
     if _looks_binary(data):
         return Skipped(candidate.relpath, "binary file (contains NUL bytes)")
     if candidate.needs_cuda_check:

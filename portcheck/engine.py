@@ -18,7 +18,9 @@ import contextlib
 import gc
 import hashlib
 import os
+import signal
 import sqlite3
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -42,6 +44,53 @@ WINDOW_CHUNKS = 4  # chunks in flight per worker before the parent waits
 CACHE_WRITE_BATCH = 512
 
 _worker_extractor: Extractor | None = None
+_worker_timeout: float | None = None  # seconds per file (workers inherit it by fork)
+DEFAULT_FILE_TIMEOUT = 60.0
+TIMEOUT_REASON = "timeout"
+
+
+class FileTimeout(Exception):
+    """A file took longer than its budget."""
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise FileTimeout
+
+
+@contextmanager
+def time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise FileTimeout in this block after `seconds` (SIGALRM: the main thread of a
+    process only; elsewhere, or with no limit, the block runs unbounded). The previous
+    handler and timer are restored afterwards."""
+    if (
+        not seconds
+        or not hasattr(signal, "setitimer")
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if outer:  # someone else's timer was running: give it back what remains (roughly)
+            signal.setitimer(signal.ITIMER_REAL, outer)
+
+
+def scan_within(
+    extractor: Extractor, relpath: str, language: Language, data: bytes, seconds: float | None
+) -> FileScan | Skipped:
+    """scan_file, or Skipped(relpath, "timeout") when it takes longer than `seconds`."""
+    try:
+        with time_limit(seconds):
+            return extractor.scan_file(relpath, language, data)
+    except FileTimeout:
+        return Skipped(relpath, TIMEOUT_REASON)
+
+
 # Young-generation collections every 20,000 allocations instead of 700: a scan allocates
 # millions of short-lived objects (syntax nodes, tuples) and no reference cycles worth
 # finding early. Measured on cuda-samples: ~15 % less CPU for a serial scan, ~5 % less
@@ -72,7 +121,9 @@ def _from_wire(payload: bytes, rules: RuleSet) -> FileScan:
     return decode_file_scan(payload, rules)
 
 
-def _from_cache(payload: bytes, candidate: Candidate, rules: RuleSet) -> FileScan | None:
+def _from_cache(
+    payload: bytes, candidate: Candidate, rules: RuleSet, root: str | None = None
+) -> FileScan | None:
     """A cached scan of this candidate, or None when the entry is damaged, foreign or of
     another file: then the file is scanned again (a cache only costs speed)."""
     try:
@@ -81,16 +132,16 @@ def _from_cache(payload: bytes, candidate: Candidate, rules: RuleSet) -> FileSca
         return None
     if scan.path != candidate.relpath or scan.language is not candidate.language:
         return None
-    if scan.clang_inputs and not _dependencies_unchanged(candidate, scan.clang_inputs):
+    if scan.clang_inputs and not _dependencies_unchanged(root, scan.clang_inputs):
         return None  # a header libclang read for it has changed since
     return scan
 
 
-def _dependencies_unchanged(
-    candidate: Candidate, dependencies: tuple[tuple[str, str], ...]
-) -> bool:
-    root = str(candidate.path)[: -len(candidate.relpath)] if candidate.relpath else ""
-    for relpath, digest in dependencies:
+def _dependencies_unchanged(root: str | None, inputs: tuple[tuple[str, str], ...]) -> bool:
+    """Do the project headers libclang read for a cached scan still hold what they did?"""
+    if root is None:
+        return False
+    for relpath, digest in inputs:
         try:
             with open(os.path.join(root, relpath), "rb") as handle:
                 if hashlib.sha256(handle.read()).hexdigest() != digest:
@@ -100,11 +151,15 @@ def _dependencies_unchanged(
     return True
 
 
-def _scan_chunk(jobs: list[tuple[str, Language, bytes]]) -> list[bytes]:
-    """Runs in a worker process: scans a chunk of files."""
+def _scan_chunk(jobs: list[tuple[str, Language, bytes]]) -> list[bytes | Skipped]:
+    """Runs in a worker process: scans a chunk of files (a file over its time budget
+    comes back as a Skipped, which the parent does not cache)."""
     assert _worker_extractor is not None
-    scan_file = _worker_extractor.scan_file
-    return [_to_wire(scan_file(relpath, language, data)) for relpath, language, data in jobs]
+    results: list[bytes | Skipped] = []
+    for relpath, language, data in jobs:
+        scanned = scan_within(_worker_extractor, relpath, language, data, _worker_timeout)
+        results.append(scanned if isinstance(scanned, Skipped) else _to_wire(scanned))
+    return results
 
 
 class ScanCache:
@@ -386,16 +441,19 @@ def scan_candidates(
     jobs: int | None = None,
     cache: ScanCache | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
 ) -> Iterator[FileScan | Skipped]:
     """FileScans (and Skipped for unreadable files) in the order of `reads` (`total` of
     them). A read with a key is looked up in the cache, and what is scanned is stored.
+    A file not scanned within `file_timeout` seconds is Skipped ("timeout"), not stored.
 
     With a pool, chunks of files are submitted as soon as they are read and at most
     WINDOW_CHUNKS per worker are in flight, so the workers never wait for the parent and
     memory stays bounded however large the tree is; results are yielded in order.
     """
-    global _worker_extractor
+    global _worker_extractor, _worker_timeout
     _worker_extractor = extractor
+    _worker_timeout = file_timeout
     workers = max(1, jobs or os.cpu_count() or 1)
     use_pool = workers > 1 and total >= MIN_FILES_FOR_POOL
     pool: Any = None
@@ -407,6 +465,7 @@ def scan_candidates(
     chunk_bytes = 0
     in_flight: deque[Any] = deque()  # submitted chunks not yet consumed, oldest first
     fresh: list[tuple[str, bytes]] = []
+    prepared = False
 
     def flush() -> None:
         nonlocal chunk, chunk_slots, chunk_bytes, pool
@@ -430,9 +489,13 @@ def scan_candidates(
                 if len(in_flight) <= limit and not state.future.ready():
                     break
                 payload = state.future.get()[state.position]
-                result: FileScan | Skipped | None = _from_wire(payload, extractor.rules)
-                if state.key:
-                    fresh.append((state.key, payload))
+                result: FileScan | Skipped | None
+                if isinstance(payload, Skipped):  # over its time budget: never cached
+                    result = payload
+                else:
+                    result = _from_wire(payload, extractor.rules)
+                    if state.key:
+                        fresh.append((state.key, payload))
                 if state.last:
                     in_flight.popleft()
             elif isinstance(state, str):
@@ -453,7 +516,11 @@ def scan_candidates(
         for read in reads:
             candidate, data, key = read.candidate, read.data, read.key
             payload = cache.get(key) if cache is not None and key else None
-            cached = _from_cache(payload, candidate, extractor.rules) if payload else None
+            cached = (
+                _from_cache(payload, candidate, extractor.rules, extractor.root)
+                if payload
+                else None
+            )
             if cached is not None:
                 slots.append([candidate, cached])
                 yield from drain(WINDOW_CHUNKS * workers)
@@ -470,10 +537,15 @@ def scan_candidates(
                 chunk_bytes += len(data)
                 if len(chunk) >= CHUNK_FILES or chunk_bytes >= CHUNK_BYTES:
                     flush()
-            else:  # in-process: no round trip through the wire form unless the cache wants it
-                scanned = extractor.scan_file(candidate.relpath, candidate.language, data)
+            else:  # in-process: no round trip through pickle unless the cache wants it
+                if not prepared:  # the lookup tables and queries: not in the first file's time
+                    extractor.prepare()
+                    prepared = True
+                scanned = scan_within(
+                    extractor, candidate.relpath, candidate.language, data, file_timeout
+                )
                 slots.append([candidate, scanned])
-                if cache is not None and key:
+                if cache is not None and key and not isinstance(scanned, Skipped):
                     fresh.append((key, _to_wire(scanned)))
             yield from drain(WINDOW_CHUNKS * workers)
         flush()

@@ -22,9 +22,16 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from pathlib import PurePosixPath
 
-from tree_sitter import Node, QueryCursor
+from tree_sitter import Node
 
-from portcheck.checks import METHOD_MARK, Context, FunctionInfo, run_checks
+from portcheck.checks import (
+    METHOD_MARK,
+    Context,
+    FunctionInfo,
+    innermost_function,
+    nesting,
+    run_checks,
+)
 from portcheck.discover import looks_like_cuda
 from portcheck.model import (
     ApiRule,
@@ -39,7 +46,7 @@ from portcheck.model import (
 )
 from portcheck.parse import count_lines, decode_source, parse_cuda
 from portcheck.parse.text import LineIndex
-from portcheck.parse.treesitter import structure_query
+from portcheck.parse.treesitter import TokenLocator, structure_captures, structure_query
 from portcheck.preproc import EMPTY_FACTS, PreprocFacts, preprocessor_facts
 from portcheck.project import Pending
 from portcheck.ruleset import RuleSet
@@ -383,7 +390,7 @@ class Extractor:
         tree = parse_cuda(data)
         root = tree.root_node
         index = LineIndex(data)
-        captures = QueryCursor(structure_query()).captures(root)
+        captures = structure_captures(root)
         result.parse_errors = len(captures.get("error", ()))
 
         device_ranges = self._device_ranges(captures)
@@ -603,10 +610,9 @@ class Extractor:
         if not functions:
             return functions
         starts = [f.start for f in functions]
+        outer = nesting(functions)
         for callee in captures.get("callee", ()):
-            i = bisect.bisect_right(starts, callee.start_byte) - 1
-            while i >= 0 and not (functions[i].start <= callee.start_byte < functions[i].end):
-                i -= 1
+            i = innermost_function(functions, starts, outer, callee.start_byte)
             if i >= 0:
                 parts = strip_template_args((callee.text or b"").decode()).split("::")
                 scope = parts[0].strip()
@@ -694,7 +700,7 @@ class Extractor:
     def _scan_tokens(
         self, data, root, aliases, using_namespaces, add, definitions, variables
     ) -> None:
-        masked_cache: dict[int, list[tuple[int, int]]] = {}
+        masked_cache: dict[int, tuple[bytes, list[tuple[int, int]]]] = {}
         macro_names = (
             {m.start(1): m.group(1).decode() for m in MACRO_DEFINITION.finditer(data)}
             if b"define" in data
@@ -711,6 +717,8 @@ class Extractor:
             matches = [
                 m for i, m in enumerate(merged) if i == 0 or m.span() != merged[i - 1].span()
             ]
+        locator = TokenLocator(root)
+        path = locator.path
         for match in matches:
             token = match.group()
             start, end = match.span()
@@ -719,14 +727,14 @@ class Extractor:
                 continue
             if end < len(data) and (data[end : end + 1].isalnum() or data[end : end + 1] == b"_"):
                 continue  # a CUDA-shaped prefix of a longer name
-            node = root.descendant_for_byte_range(start, end)
-            if node is None:
-                continue
+            depth = locator.locate(start, end)
+            node = path[depth]
+            parent = path[depth - 1] if depth else None
             kind = node.type
             if kind in STRING_LIKE:
                 continue
             if kind == "preproc_arg":
-                if self._token_in_macro_body(node, start, masked_cache):
+                if self._token_in_macro_body(node, parent, start, masked_cache):
                     name = token.decode()
                     rule = self.rules.lookup(name)
                     if rule is not None or CUDA_SHAPE.fullmatch(name):
@@ -737,41 +745,49 @@ class Extractor:
             if node.start_byte != start or node.end_byte != end:
                 continue
             if kind == "field_identifier":
-                if self._declares_member(node):
+                if self._declares_member(path, depth):
                     definitions.add(token.decode())  # `cudaExternalMemory_t cudaMem;` in a class
                 continue
             if kind not in NAME_NODES:
                 continue
             self._classify_name_node(
-                node, token, aliases, using_namespaces, add, definitions, variables
+                node, path, depth, token, aliases, using_namespaces, add, definitions, variables
             )
 
     @staticmethod
     def _token_in_macro_body(
-        node: Node, start: int, cache: dict[int, list[tuple[int, int]]]
+        node: Node,
+        parent: Node | None,
+        start: int,
+        cache: dict[int, tuple[bytes, list[tuple[int, int]]]],
     ) -> bool:
-        parent = node.parent
         if parent is None or parent.type not in ("preproc_def", "preproc_function_def"):
             return False  # `#error`, `#pragma` text is not code
-        ranges = cache.get(node.start_byte)
-        if ranges is None:
-            ranges = cache[node.start_byte] = _masked_ranges(node.text or b"")
-        text = node.text or b""
+        known = cache.get(node.start_byte)  # the body's text and masks, once per body
+        if known is None:
+            body = node.text or b""
+            known = cache[node.start_byte] = (body, _masked_ranges(body))
+        text, ranges = known
         offset = start - node.start_byte
-        before = text[:offset].rstrip()
+        # What precedes the token, within reach: the whole prefix per token of a long
+        # macro body would cost body length x tokens.
+        before = text[max(0, offset - 256) : offset].rstrip()
         if before.endswith((b".", b"->")):
             return False  # a member: `obj.cudaFree`
         if before.endswith(b"::"):
             scope = re.search(rb"(\w*)\s*::$", before)
             if scope is not None and scope.group(1):
                 return False  # `std::printf`, `mylib::cudaFree` (CUDA scopes start their own token)
-        return not any(a <= offset < b for a, b in ranges)
+        i = bisect.bisect_right(ranges, (offset, 1 << 62)) - 1  # sorted, disjoint
+        return not (i >= 0 and offset < ranges[i][1])
 
     def _classify_name_node(
-        self, node, token, aliases, using_namespaces, add, definitions, variables
+        self, node, path, depth, token, aliases, using_namespaces, add, definitions, variables
     ) -> None:
+        """`path[:depth]` are the node's ancestors (Node.parent would walk from the root)."""
         name = token.decode()
-        parent = node.parent
+        parent = path[depth - 1] if depth else None
+        grand = path[depth - 2] if depth > 1 else None
         ptype = parent.type if parent is not None else ""
 
         if parent is not None and self._is_definition(node, parent, ptype):
@@ -780,14 +796,13 @@ class Extractor:
                 variables.add(name)
             return
 
-        if ptype in ("qualified_identifier", "nested_namespace_specifier"):
+        if parent is not None and ptype in ("qualified_identifier", "nested_namespace_specifier"):
             scope = parent.child_by_field_name("scope")
             if scope is None or scope.type == "::":
                 pass  # `::cudaFree`: global scope, an ordinary use
             elif scope != node:
                 return  # `mylib::cudaFree`, or an inner segment of a qualified CUDA name
             else:
-                grand = parent.parent
                 if (
                     grand is not None
                     and grand.type == "qualified_identifier"
@@ -820,12 +835,15 @@ class Extractor:
             "using_declaration",
         ):
             return  # e.g. a variable that happens to be called `cub`
-        add(name, self._syntactic_kind(node, parent, name), rule, node.start_byte, node.end_byte)
+        kind = self._syntactic_kind(node, parent, grand, name)
+        add(name, kind, rule, node.start_byte, node.end_byte)
 
     @staticmethod
-    def _declares_member(node: Node) -> bool:
-        """Is this field name being declared (a class or struct member), not accessed?"""
-        parent = node.parent
+    def _declares_member(path: list[Node], depth: int) -> bool:
+        """Is this field name (path[depth]) being declared (a class or struct member), not
+        accessed?"""
+        depth -= 1
+        parent = path[depth] if depth >= 0 else None
         while parent is not None and parent.type in (
             "pointer_declarator",
             "array_declarator",
@@ -833,7 +851,8 @@ class Extractor:
             "init_declarator",
             "function_declarator",
         ):
-            parent = parent.parent
+            depth -= 1
+            parent = path[depth] if depth >= 0 else None
         return parent is not None and parent.type in ("field_declaration", "function_definition")
 
     @staticmethod
@@ -851,9 +870,9 @@ class Extractor:
         return False
 
     @staticmethod
-    def _syntactic_kind(node: Node, parent: Node | None, name: str) -> str:
+    def _syntactic_kind(node: Node, parent: Node | None, grand: Node | None, name: str) -> str:
         if parent is not None and parent.type == "qualified_identifier":  # `::cudaFree(…)`
-            node, parent = parent, parent.parent
+            node, parent = parent, grand
         if (
             parent is not None
             and parent.type == "call_expression"

@@ -9,12 +9,14 @@ def display_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> s
     """`path` as one printable line: bytes that are not UTF-8 shown as `\\xe9`, control and
     other non-printing characters escaped (`\\n`, `\\x1b`, `\\u202e`), so a file name can
     neither break a line nor forge terminal escapes or CI annotations (`::error::`).
-    A backslash is doubled, so two different names never print the same."""
+    Printable text is kept as it is, so showing a name twice changes nothing (discovery
+    already shows names this way; the formatters may pass them through again). A name
+    really spelled `k\\xe9rnel.cu` therefore prints like the undecodable one."""
     try:
         raw = os.fsencode(path)
     except UnicodeEncodeError:  # a str with surrogates no file system produced
         raw = os.fspath(path).encode("utf-8", "surrogatepass")  # type: ignore[union-attr]
-    text = raw.decode("utf-8", "surrogateescape").replace("\\", "\\\\")
+    text = raw.decode("utf-8", "surrogateescape")
     if text.isprintable():
         return text  # the common case, at C speed
     return "".join(char if char.isprintable() else _escape(char) for char in text)

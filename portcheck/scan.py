@@ -11,9 +11,11 @@ from pathlib import Path, PurePosixPath
 
 from portcheck import __version__
 from portcheck.checks import resolve_ignores
-from portcheck.discover import MAX_FILE_BYTES, Candidate, discover
+from portcheck.discover import MAX_FILE_BYTES, BadPattern, Candidate, check_excludes, discover
 from portcheck.engine import (
+    DEFAULT_FILE_TIMEOUT,
     MIN_FILES_FOR_POOL,
+    TIMEOUT_REASON,
     Read,
     ScanCache,
     default_cache_path,
@@ -91,12 +93,14 @@ def scan(
     cache: bool = True,
     progress: ProgressCallback | None = None,
     front_end: str = "auto",
+    file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
 ) -> Report:
     """Scan a CUDA file or source tree and return its Report.
 
     `front_end`: "auto" runs libclang where it pays (device code behind macros, code the
     grammar cannot parse, functors passed to templates), "deep" on every source file,
-    "tree-sitter" never.
+    "tree-sitter" never. A file not scanned within `file_timeout` seconds (None or 0: no
+    limit) is listed in `skipped` with the reason "timeout" and the scan goes on.
 
     >>> report = scan("examples/heatflow")           # doctest: +SKIP
     >>> report.scores["hip"], len(report.uses)        # doctest: +SKIP
@@ -109,6 +113,10 @@ def scan(
         ignored = resolve_ignores(ignore)
     except ValueError as exc:
         raise ScanError(str(exc)) from None
+    try:
+        check_excludes(exclude)
+    except BadPattern as exc:
+        raise ScanError(str(exc)) from None
     if front_end not in FRONT_ENDS:
         raise ScanError(f"unknown front end {front_end!r} (choose from {', '.join(FRONT_ENDS)})")
     base = root if root.is_dir() else root.parent
@@ -116,7 +124,17 @@ def scan(
         rules if rules is not None else default_rules(), ignored, front_end, os.path.abspath(base)
     )
     with fewer_collections():
-        report = _scan_tree(root, chosen, extractor, exclude, max_file_bytes, jobs, cache, progress)
+        report = _scan_tree(
+            root,
+            chosen,
+            extractor,
+            exclude,
+            max_file_bytes,
+            jobs,
+            cache,
+            progress,
+            file_timeout=file_timeout,
+        )
     return replace(report, seconds=time.perf_counter() - started)
 
 
@@ -157,6 +175,8 @@ def _scan_tree(
     jobs: int | None,
     cache: bool,
     progress: ProgressCallback | None,
+    *,
+    file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
 ) -> Report:
     candidates: list[Candidate] = []
     skipped: list[Skipped] = []
@@ -173,11 +193,11 @@ def _scan_tree(
     cache_path = default_cache_path() if cache else None
     if cache_path is None:
         reads: Iterable[Read] = read_files(candidates)
-        scans = _scan(reads, candidates, extractor, jobs, None, progress, skipped)
+        scans = _scan(reads, candidates, extractor, jobs, None, progress, skipped, file_timeout)
         return _assemble(root, chosen, scans, skipped)
     scan_cache = ScanCache(cache_path)
     try:
-        slot = os.path.realpath(root)
+        slot = display_path(os.path.realpath(root))  # sqlite stores no lone surrogates
         known = scan_cache.file_states(slot)
         keyed, states = read_all_keyed(candidates, extractor, KEEP_READ_BYTES, known)
         if states != known:
@@ -190,14 +210,18 @@ def _scan_tree(
             misses = len(keys) - len(scan_cache.present(keys))
             if misses < MIN_FILES_FOR_POOL:
                 jobs = 1
-            scans = _scan(keyed, candidates, extractor, jobs, scan_cache, progress, skipped)
+            scans = _scan(
+                keyed, candidates, extractor, jobs, scan_cache, progress, skipped, file_timeout
+            )
             report = _assemble(root, chosen, scans, skipped)
-            scan_cache.put_report(slot, key, _memo_dump(report))
+            # A file that ran out of time may finish next time (or with a longer budget).
+            if not any(item.reason == TIMEOUT_REASON for item in skipped):
+                scan_cache.put_report(slot, key, _memo_dump(report))
         else:
             report = remembered
     finally:
         scan_cache.close()
-    return replace(report, root=str(root))
+    return replace(report, root=display_path(root))
 
 
 MEMO_VERSION = "report-7"  # bump when _assemble or the Report's fields change
@@ -212,10 +236,17 @@ def _scan(
     scan_cache: ScanCache | None,
     progress: ProgressCallback | None,
     skipped: list[Skipped],
+    file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
 ) -> list[FileScan]:
     scans: list[FileScan] = []
     for result in scan_candidates(
-        reads, len(candidates), extractor, jobs=jobs, cache=scan_cache, progress=progress
+        reads,
+        len(candidates),
+        extractor,
+        jobs=jobs,
+        cache=scan_cache,
+        progress=progress,
+        file_timeout=file_timeout,
     ):
         if isinstance(result, Skipped):
             skipped.append(result)
@@ -349,7 +380,7 @@ def _assemble(
     counted_findings = [f for f in findings if not f.amd_alternative]
     return Report(
         python=_python_section(root, scans),
-        root=str(root),
+        root=display_path(root),
         tool_version=__version__,
         targets=targets,
         files=tuple(files),

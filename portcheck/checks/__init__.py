@@ -194,6 +194,30 @@ class FunctionInfo:
     calls: set[str] = field(default_factory=set)
 
 
+def nesting(functions: list[FunctionInfo]) -> list[int]:
+    """For functions sorted by start: the index of the innermost function around each
+    (a method of a class defined in a function), or -1."""
+    outer: list[int] = []
+    open_: list[int] = []
+    for i, fn in enumerate(functions):
+        while open_ and functions[open_[-1]].end <= fn.start:
+            open_.pop()
+        outer.append(open_[-1] if open_ else -1)
+        open_.append(i)
+    return outer
+
+
+def innermost_function(
+    functions: list[FunctionInfo], starts: list[int], outer: list[int], offset: int
+) -> int:
+    """Index of the innermost function (sorted by start; `starts`, `outer` = nesting())
+    around `offset`, or -1. The last function starting before it, or one around that."""
+    i = bisect.bisect_right(starts, offset) - 1
+    while i >= 0 and not functions[i].start <= offset < functions[i].end:
+        i = outer[i]
+    return i
+
+
 @dataclass
 class Context:
     """What a check sees of one file, and where it reports."""
@@ -218,6 +242,7 @@ class Context:
     preproc: PreprocFacts = EMPTY_FACTS
     _locals: dict[int, dict[str, str]] = field(default_factory=dict)
     memo: dict[Any, Any] = field(default_factory=dict)  # what a check computed once per file
+    _function_index: tuple[list[int], list[int]] | None = None
 
     def report(
         self,
@@ -378,14 +403,11 @@ class Context:
         return self._device_nodes.get(name, [])
 
     def function_at(self, offset: int) -> str:
-        starts = [f.start for f in self.functions]
-        i = bisect.bisect_right(starts, offset) - 1
-        while i >= 0:
-            fn = self.functions[i]
-            if fn.start <= offset < fn.end:
-                return fn.name
-            i -= 1
-        return ""
+        if self._function_index is None:  # once per file, not once per finding
+            self._function_index = ([f.start for f in self.functions], nesting(self.functions))
+        starts, outer = self._function_index
+        i = innermost_function(self.functions, starts, outer, offset)
+        return self.functions[i].name if i >= 0 else ""
 
     def uses_named(self, names: Iterable[str] | Callable[[Use], bool]) -> list[Use]:
         if callable(names):
@@ -426,8 +448,10 @@ def suppressions_in(data: bytes) -> dict[int, frozenset[str] | None]:
     found: dict[int, frozenset[str] | None] = {}
     if b"portcheck:" not in data:
         return found
-    for match in SUPPRESSION.finditer(data):
-        line = data.count(b"\n", 0, match.start()) + 1
+    line, counted = 1, 0
+    for match in SUPPRESSION.finditer(data):  # lines counted once through, not per match
+        line += data.count(b"\n", counted, match.start())
+        counted = match.start()
         slugs = (
             frozenset(s.strip() for s in match.group(1).decode().split(",") if s.strip())
             if match.group(1) is not None

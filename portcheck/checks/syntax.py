@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator
 from functools import cache
 
 from tree_sitter import Node, Query, QueryCursor
 
-from portcheck.parse.treesitter import CUDA_LANGUAGE
+from portcheck.parse.treesitter import CUDA_LANGUAGE, too_deep_for_queries, walk_nodes
 
 _QUERIES: dict[str, Query] = {}
 
@@ -21,6 +22,14 @@ DEVICE_PATTERNS = """
     (launch_bounds) @bounds
     (if_statement) @if
     """
+DEVICE_TYPES = {
+    "binary_expression": "binary",
+    "declaration": "declaration",
+    "for_statement": "for",
+    "call_expression": "call",
+    "init_declarator": "init",
+    "launch_bounds": "bounds",
+}
 
 
 @cache
@@ -34,6 +43,8 @@ def device_captures(root: Node | None, ranges: list[tuple[int, int]]) -> dict[st
     found: dict[str, list[Node]] = {}
     if root is None or not ranges:  # host-only code: the query need not even be compiled
         return found
+    if too_deep_for_queries(root):
+        return _device_walk(root, ranges)
     query = device_query()
     for start, end in ranges:
         cursor = QueryCursor(query)
@@ -41,6 +52,37 @@ def device_captures(root: Node | None, ranges: list[tuple[int, int]]) -> dict[st
         for name, nodes in cursor.captures(root).items():
             found.setdefault(name, []).extend(nodes)
     return found
+
+
+def _device_walk(root: Node, ranges: list[tuple[int, int]]) -> dict[str, list[Node]]:
+    """device_captures by one walk, for a tree too deep for queries: the nodes of
+    DEVICE_TYPES that overlap a range (sorted, merged), as a query limited to it gives."""
+    found: dict[str, list[Node]] = {}
+    starts = [start for start, _ in ranges]
+    for node in walk_nodes(root):
+        name = DEVICE_TYPES.get(node.type)
+        if name is None:
+            continue
+        i = bisect_right(starts, node.end_byte - 1) - 1  # the last range starting inside
+        if i >= 0 and ranges[i][1] > node.start_byte:
+            found.setdefault(name, []).append(node)
+    return found
+
+
+PREPROC_CONDITIONS = "[(preproc_if condition: (_) @c) (preproc_elif condition: (_) @c)]"
+
+
+def preproc_conditions(root: Node) -> list[Node]:
+    """The conditions of `#if` and `#elif` directives."""
+    if not too_deep_for_queries(root):
+        return captures(root, PREPROC_CONDITIONS, "c")
+    conditions = []
+    for node in walk_nodes(root):
+        if node.type in ("preproc_if", "preproc_elif"):
+            condition = node.child_by_field_name("condition")
+            if condition is not None:
+                conditions.append(condition)
+    return conditions
 
 
 def captures(root: Node, pattern: str, name: str) -> list[Node]:

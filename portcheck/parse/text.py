@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from itertools import accumulate, repeat
 from operator import add
@@ -9,6 +10,8 @@ from operator import add
 from portcheck.model import Span
 
 UTF8_BOM = b"\xef\xbb\xbf"
+LONG_LINE = 1024  # bytes before a position beyond which columns come from a per-line table
+MULTIBYTE = re.compile(rb"[\xc0-\xff][\x80-\xbf]*")  # one UTF-8 character of 2-4 bytes
 
 
 def decode_source(data: bytes) -> tuple[bytes, str]:
@@ -50,15 +53,36 @@ class LineIndex:
         lengths = map(len, data.split(b"\n")[:-1])
         self.starts = [0, *accumulate(map(add, lengths, repeat(1)))]
         self._ascii = data.isascii()  # then a column is a byte difference
+        self._wide: dict[int, tuple[list[int], list[int]]] = {}  # see _long_line_column
 
     def position(self, offset: int) -> tuple[int, int]:
         row = bisect_right(self.starts, offset) - 1
         start = self.starts[row]
         if self._ascii:
             return row + 1, offset - start + 1
+        if offset - start > LONG_LINE:
+            return row + 1, self._long_line_column(row, offset) + 1
         prefix = self.data[start:offset]
         column = len(prefix) if prefix.isascii() else len(prefix.decode("utf-8", "replace"))
         return row + 1, column + 1
+
+    def _long_line_column(self, row: int, offset: int) -> int:
+        """Column (0-based, in characters) on a long line: decoding the prefix for every
+        token of a generated one-line expression would cost line length x tokens, so each
+        long line's multi-byte characters are found once."""
+        table = self._wide.get(row)
+        if table is None:
+            start = self.starts[row]
+            end = self.starts[row + 1] if row + 1 < len(self.starts) else len(self.data)
+            positions, extra, total = [], [], 0
+            for match in MULTIBYTE.finditer(self.data, start, end):
+                total += match.end() - match.start() - 1
+                positions.append(match.start())
+                extra.append(total)
+            table = self._wide[row] = (positions, extra)
+        positions, extra = table
+        i = bisect_right(positions, offset - 1) - 1  # characters that start before offset
+        return offset - self.starts[row] - (extra[i] if i >= 0 else 0)
 
     def span(self, start: int, end: int) -> Span:
         starts = self.starts

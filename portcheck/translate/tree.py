@@ -93,8 +93,7 @@ def walk(root: Path, exclude: Sequence[str] = ()) -> Iterator[TreeFile | TreeLin
         reldir, ignored_folder = stack.pop()
         absdir = os.path.join(root, reldir) if reldir else str(root)
         if not ignored_folder and _is_regular(os.path.join(absdir, ".gitignore")):
-            reason = gitignore.load_dir(reldir, absdir)
-            if reason:
+            for reason in gitignore.load_dir(reldir, absdir, root_real):
                 yield Skipped(f"{reldir}/.gitignore" if reldir else ".gitignore", reason)
         try:
             with os.scandir(absdir) as it:
