@@ -57,6 +57,19 @@ AMD_GUARDS = frozenset(
     }
 )
 AMD_GUARD_PATTERN = re.compile(r"__gfx\d+[a-z0-9]*__|__GFX\d+__")  # __gfx90a__, __gfx942__
+# The CUDA toolkit's version macros: a hipcc build does not define them (HIP has
+# HIP_VERSION), unless the project does so itself.
+NVIDIA_TOOLKIT_MACROS = frozenset(
+    {
+        "CUDART_VERSION",
+        "CUDA_VERSION",
+        "__CUDACC_VER_MAJOR__",
+        "__CUDACC_VER_MINOR__",
+        "__CUDACC_VER_BUILD__",
+        "__CUDA_API_VERSION",
+        "__CUDA_VERSION__",
+    }
+)
 # Defined only by nvcc / for NVIDIA device passes: undefined in a hipcc build.
 NVIDIA_ONLY = frozenset(
     {
@@ -149,7 +162,7 @@ class PreprocFacts(NamedTuple):
 
 EMPTY_FACTS = PreprocFacts((), (), ())
 PLATFORM_CALL = re.compile(
-    rb"\b([A-Z_][A-Z0-9_]*(?:HIP|CUDA|ROCM|AMD|NVIDIA|NVCC)[A-Z0-9_]*)[ \t]*\("
+    rb"\b([A-Z_][A-Z0-9_]*(?:HIP|CUDA|ROCM|AMD|NVIDIA|NVCC)[A-Z0-9_]*)\s*\("
 )
 MAX_ARGUMENTS_BYTES = 64 * 1024
 

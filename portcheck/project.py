@@ -24,6 +24,7 @@ from portcheck.model import AmdPath, Finding, Span
 from portcheck.preproc import (
     DEFINED,
     NVIDIA_ONLY,
+    NVIDIA_TOOLKIT_MACROS,
     UNDEFINED,
     Branch,
     ConstantDef,
@@ -158,8 +159,8 @@ class ProjectFacts:
         if not definitions:
             if looks_like_amd_guard(name):  # set by the build system (-DBNB_HIP)
                 return 1 if amd else UNDEFINED
-            if looks_like_nvidia_guard(name):  # -DAMREX_USE_CUDA: not in an AMD build
-                return UNDEFINED if amd else None
+            if looks_like_nvidia_guard(name) or name in NVIDIA_TOOLKIT_MACROS:
+                return UNDEFINED if amd else None  # -DAMREX_USE_CUDA, CUDART_VERSION
             return None
         env = self._envs[amd]
         certain: list[object] = []
@@ -191,7 +192,8 @@ class ProjectFacts:
         amd, nvidia = self.macro(name, True), self.macro(name, False)
         if nvidia is UNDEFINED and amd is not UNDEFINED:
             return amd is not None or name in self._macro_defs
-        if amd is UNDEFINED and (name in self._macro_defs or looks_like_nvidia_guard(name)):
+        nvidia_named = looks_like_nvidia_guard(name) or name in NVIDIA_TOOLKIT_MACROS
+        if amd is UNDEFINED and (name in self._macro_defs or nvidia_named):
             # `TURING_MMA_AVAILABLE`, `GGML_CUDA_USE_PDL`: defined by the project only where
             # an AMD build never goes; `AMREX_USE_CUDA`: set by the build for NVIDIA only.
             return True

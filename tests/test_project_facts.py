@@ -239,3 +239,37 @@ def test_an_arch_test_that_lets_amd_in_is_not_an_arch_conditional():
     assert not [
         f for f in report.findings if f.path == "common.cuh" and f.slug == "arch-conditional"
     ]
+
+
+def test_toolkit_version_branches_and_split_selector_calls_have_amd_alternatives(tmp_path):
+    (tmp_path / "gpu.h").write_text(
+        "#pragma once\n"
+        "#if defined(__HIP_PLATFORM_AMD__)\n"
+        "#define GPU_HIP_OR_CUDA(a, b) a\n"
+        "#else\n"
+        "#define GPU_HIP_OR_CUDA(a, b) b\n"
+        "#endif\n"
+    )
+    (tmp_path / "memory.cu").write_text(
+        '#include "gpu.h"\n'
+        "#include <cuda_runtime.h>\n"
+        "void advise(float* p, size_t n, int device) {\n"
+        "  GPU_HIP_OR_CUDA\n"
+        "    (hipMemAdvise(p, n, hipMemAdviseSetReadMostly, device);,\n"
+        "     cudaMemAdvise(p, n, cudaMemAdviseSetReadMostly, device););\n"
+        "}\n"
+        "__global__ void k(float* p) {\n"
+        "#if CUDART_VERSION >= 11000\n"
+        "  p[threadIdx.x] = __shfl_down_sync(0xffffffff, p[threadIdx.x], 1);\n"
+        "#else\n"
+        "  p[threadIdx.x] = __shfl_down(p[threadIdx.x], 1);\n"
+        "#endif\n"
+        "}\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    found = {(f.slug, f.span.line): f.amd_alternative for f in report.findings}
+    # The CUDA argument of a macro whose name and `(` are on two lines.
+    assert found[("managed-memory", 6)] is True
+    # A branch only CUDA's toolkit version macro opens: an AMD build takes the #else.
+    assert found[("lane-mask-width", 10)] is True
+    assert all(found.values()), found

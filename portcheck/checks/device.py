@@ -54,8 +54,8 @@ def arch_conditional(ctx: Context) -> None:
             ctx.report(
                 macro.offset,
                 macro.offset + len(macro.name),
-                f"`{macro.name}` is defined by comparing `{match.group()}` (NVIDIA compute "
-                "capability); on AMD it is never true",
+                f"`{macro.name}` is defined by comparing `{match.group()}`: the NVIDIA compute "
+                "capability, which an AMD build does not define",
             )
 
 
