@@ -161,9 +161,7 @@ class PreprocFacts(NamedTuple):
 
 
 EMPTY_FACTS = PreprocFacts((), (), ())
-PLATFORM_CALL = re.compile(
-    rb"\b([A-Z_][A-Z0-9_]*(?:HIP|CUDA|ROCM|AMD|NVIDIA|NVCC)[A-Z0-9_]*)\s*\("
-)
+PLATFORM_CALL = re.compile(rb"\b([A-Z_][A-Z0-9_]*(?:HIP|CUDA|ROCM|AMD|NVIDIA|NVCC)[A-Z0-9_]*)\s*\(")
 MAX_ARGUMENTS_BYTES = 64 * 1024
 
 
