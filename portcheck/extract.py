@@ -396,7 +396,8 @@ class Extractor:
         device_ranges = self._device_ranges(captures)
         possible_device = self._possible_device_ranges(captures)
         clang = None
-        if self._wants_clang(data, result.parse_errors, device_ranges, possible_device):
+        errors = [(n.start_byte, n.end_byte) for n in captures.get("error", ())]
+        if self._wants_clang(data, errors, device_ranges, possible_device):
             clang = self._clang(path, data, result)
         own_references: set[int] = set()
         if clang is not None:
@@ -475,21 +476,28 @@ class Extractor:
     def _wants_clang(
         self,
         data: bytes,
-        parse_errors: int,
+        errors: list[tuple[int, int]],
         device_ranges: list[tuple[int, int]],
         possible_device: list[tuple[int, int, tuple[str, ...]]],
     ) -> bool:
-        """libclang where it pays (in the default mode): device code behind macros, code
-        the grammar could not parse, and functors handed to templates (call graph)."""
+        """libclang where it pays (in the default mode): device code the grammar could
+        not parse, and functors handed to template kernels (the call graph). Device code
+        behind a macro the project defines is the project facts' (lexical, cheaper) job."""
         if self.front_end == "tree-sitter" or self.root is None:
             return False
         if self.front_end == "deep":
             return True
-        if possible_device:
-            return True
-        if not device_ranges:
+        code = [*device_ranges, *((s, e) for s, e, _ in possible_device)]
+        if not code:
             return False
-        return parse_errors > 0 or (b"operator()" in data and b"template" in data)
+        if b"operator()" in data and b"template" in data:
+            return True
+        return any(s < ce and cs < e for s, e in errors for cs, ce in code)
+
+    def _may_be_cuda_name(self, name: str) -> bool:
+        """Could the extractor take `name` for a CUDA use (a name the rules know, or one
+        shaped like CUDA's)? Only those are worth asking libclang what they refer to."""
+        return self.rules.lookup(name) is not None or CUDA_SHAPE.fullmatch(name) is not None
 
     def _constants_need_a_compiler(self, facts: PreprocFacts) -> bool:
         if self.front_end == "tree-sitter" or self.root is None:
@@ -509,7 +517,12 @@ class Extractor:
         if not clang.available() or self.root is None:
             return None
         root = self.root
-        facts = clang.analyze(os.path.join(root, path), data, clang.include_dirs_for(root, path))
+        facts = clang.analyze(
+            os.path.join(root, path),
+            data,
+            clang.include_dirs_for(root, path),
+            interesting=self._may_be_cuda_name,
+        )
         if not facts.ok:
             return None
         result.front_end = "libclang"

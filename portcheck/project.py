@@ -39,6 +39,7 @@ from portcheck.preproc import (
 )
 
 ARCH_COMPARISON = re.compile(r"__CUDA_ARCH__\s*(?:[<>]=?|==|!=)|(?:[<>]=?|==|!=)\s*__CUDA_ARCH__")
+ATTRIBUTE_SPACES = frozenset({"device", "global"})  # `__attribute__((device))`
 DEVICE_QUALIFIER_TOKENS = frozenset({"__device__", "__global__"})
 MAX_DEPTH = 12
 
@@ -242,7 +243,12 @@ class ProjectFacts:
             for macro in ff.facts.macros:
                 if not macro.function_like and macro.body:
                     bodies.setdefault(macro.name, set()).update(re.findall(r"\w+", macro.body))
-        found = {n for n, words in bodies.items() if words & DEVICE_QUALIFIER_TOKENS}
+        found = {
+            n
+            for n, words in bodies.items()
+            if words & DEVICE_QUALIFIER_TOKENS
+            or ("__attribute__" in words and words & ATTRIBUTE_SPACES)
+        }
         changed = True
         while changed:  # `#define HOST_DEVICE __host__ DEVICE`, `#define DEVICE __device__`
             changed = False

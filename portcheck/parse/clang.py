@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -105,7 +105,11 @@ def include_dirs_for(root: str, relpath: str) -> list[str]:
 
 
 def analyze(
-    path: str, data: bytes, include_dirs: Sequence[str] = (), defines: Sequence[str] = ()
+    path: str,
+    data: bytes,
+    include_dirs: Sequence[str] = (),
+    defines: Sequence[str] = (),
+    interesting: Callable[[str], bool] | None = None,
 ) -> ClangFacts:
     """Parse `data` (the text of the file at `path`) and read its facts."""
     index = _index()
@@ -137,7 +141,7 @@ def analyze(
         return ClangFacts(False, f"libclang could not parse it: {exc}")
     facts = ClangFacts(True)
     project_roots = tuple(os.path.abspath(d) for d in include_dirs)
-    _read_unit(unit.cursor, main, project_roots, facts)
+    _read_unit(unit.cursor, main, project_roots, facts, interesting)
     facts.headers = sorted(
         {
             inclusion.include.name
@@ -201,17 +205,29 @@ def _is_project(cursor: Any, roots: tuple[str, ...], main: str) -> bool:
     return name == main or (not name.startswith(VIRTUAL_ROOT) and name.startswith(roots))
 
 
-def _read_unit(root: Any, main: str, roots: tuple[str, ...], facts: ClangFacts) -> None:
+def _read_unit(
+    root: Any,
+    main: str,
+    roots: tuple[str, ...],
+    facts: ClangFacts,
+    interesting: Callable[[str], bool] | None = None,
+) -> None:
+    """One walk over the file's part of the tree (libclang's cursors are costly to visit:
+    each node once). `interesting` limits the own-declaration lookups to the names the
+    extractor might take for CUDA uses."""
     functions: dict[int, FunctionInfo] = {}
     handed: list[tuple[FunctionInfo, str, str]] = []  # (caller, callee, functor's operator)
-    stack = [c for c in root.get_children() if _in_file(c, main)]
+    stack: list[tuple[Any, FunctionInfo | None]] = [
+        (c, None) for c in root.get_children() if _in_file(c, main)
+    ]
     while stack:
-        cursor = stack.pop()
+        cursor, current = stack.pop()
         kind = _kind(cursor)
         if kind in FUNCTION_KINDS and cursor.is_definition():
-            info = _function(cursor, main, roots, handed)
+            info = _function(cursor, main)
             if info is not None:
                 functions[info.start] = info
+                current = info
                 if info.is_device:
                     facts.device_ranges.append((info.start, info.end))
         elif kind == "VAR_DECL":
@@ -219,14 +235,17 @@ def _read_unit(root: Any, main: str, roots: tuple[str, ...], facts: ClangFacts) 
             if constant is not None:
                 facts.constants.append(constant)
         elif kind in ("DECL_REF_EXPR", "MEMBER_REF_EXPR"):
-            referenced = cursor.referenced
-            if (
-                referenced is not None
-                and referenced.kind.name in DECLARATION_KINDS
-                and _is_project(referenced, roots, main)
-            ):
-                facts.own_references.add(cursor.location.offset)
-        stack.extend(cursor.get_children())
+            if interesting is None or interesting(cursor.spelling):
+                referenced = cursor.referenced
+                if (
+                    referenced is not None
+                    and _kind(referenced) in DECLARATION_KINDS
+                    and _is_project(referenced, roots, main)
+                ):
+                    facts.own_references.add(cursor.location.offset)
+        elif current is not None and kind in ("CALL_EXPR", "CUDA_KERNEL_CALL_EXPR"):
+            _call(cursor, current, main, roots, handed)
+        stack.extend((child, current) for child in cursor.get_children())
     # A functor handed to a template (`apply<<<g, b>>>(Square{}, p)`) is called by that
     # template: the edge goes from the callee, when this file defines it, else the caller.
     for caller, callee, operator in handed:
@@ -237,39 +256,37 @@ def _read_unit(root: Any, main: str, roots: tuple[str, ...], facts: ClangFacts) 
     facts.device_ranges.sort()
 
 
-def _function(
-    cursor: Any, main: str, roots: tuple[str, ...], handed: list[tuple[FunctionInfo, str, str]]
-) -> FunctionInfo | None:
+def _function(cursor: Any, main: str) -> FunctionInfo | None:
     extent = cursor.extent
     if extent.start.file is None or extent.start.file.name != main:
         return None
-    attributes = {c.kind.name for c in cursor.get_children() if c.kind.is_attribute()}
-    info = FunctionInfo(
+    attributes = {_kind(c) for c in cursor.get_children()}
+    return FunctionInfo(
         name=cursor.spelling,
         start=extent.start.offset,
         end=extent.end.offset,
         is_kernel="CUDAGLOBAL_ATTR" in attributes,
         is_device=bool(attributes & {"CUDAGLOBAL_ATTR", "CUDADEVICE_ATTR"}),
     )
-    stack = list(cursor.get_children())
-    while stack:
-        node = stack.pop()
-        kind = _kind(node)
-        if kind in ("CALL_EXPR", "CUDA_KERNEL_CALL_EXPR"):
-            callee = node.referenced
-            own = (
-                callee is not None
-                and _kind(callee) in FUNCTION_KINDS
-                and _is_project(callee, roots, main)
-            )
-            if own:
-                info.calls.add(callee.spelling)
-            for argument in node.get_arguments():
-                target = _functor_call_operator(argument)
-                if target:
-                    handed.append((info, callee.spelling if own else "", target))
-        stack.extend(node.get_children())
-    return info
+
+
+def _call(
+    node: Any,
+    info: FunctionInfo,
+    main: str,
+    roots: tuple[str, ...],
+    handed: list[tuple[FunctionInfo, str, str]],
+) -> None:
+    callee = node.referenced
+    own = (
+        callee is not None and _kind(callee) in FUNCTION_KINDS and _is_project(callee, roots, main)
+    )
+    if own:
+        info.calls.add(callee.spelling)
+    for argument in node.get_arguments():
+        target = _functor_call_operator(argument)
+        if target:
+            handed.append((info, callee.spelling if own else "", target))
 
 
 def _kind(cursor: Any) -> str:
