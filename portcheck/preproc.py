@@ -17,6 +17,7 @@ constant defined in another file) are answered in portcheck.project.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import ClassVar, NamedTuple
@@ -94,7 +95,7 @@ OBJECT_MACRO = re.compile(r"^\s*([A-Za-z_]\w*)(\(.*|\s+.*)?$", re.DOTALL)
 # `constexpr int kWarpSize = 32;`, `static const unsigned FULL_MASK = 0xffffffffu;`,
 # `constexpr static int WARP{32};`.
 CONSTANT_DECL = re.compile(
-    rb"\b(?:static\s+|inline\s+)*(?:constexpr|const)\s+(?:static\s+)?"
+    rb"\b(?:constexpr|const)\s+(?:static\s+)?"
     rb"(?:(?:unsigned|signed|long|short|int|char|auto|size_t|u?int(?:8|16|32|64)_t|uint)\s+)+"
     rb"([A-Za-z_]\w*)\s*(?:=\s*|\{\s*)([^;{}\n]{1,200}?)\s*\}?\s*;"
 )
@@ -161,7 +162,10 @@ class PreprocFacts(NamedTuple):
 
 
 EMPTY_FACTS = PreprocFacts((), (), ())
-PLATFORM_CALL = re.compile(rb"\b([A-Z_][A-Z0-9_]*(?:HIP|CUDA|ROCM|AMD|NVIDIA|NVCC)[A-Z0-9_]*)\s*\(")
+# Found from the platform word (a literal the regex engine can search for quickly), then
+# widened to the whole upper-case name around it.
+PLATFORM_WORD = re.compile(rb"(?:HIP|CUDA|ROCM|AMD|NVIDIA|NVCC)[A-Z0-9_]*\s*\(")
+UPPER_NAME_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 MAX_ARGUMENTS_BYTES = 64 * 1024
 
 
@@ -315,11 +319,25 @@ def shuffle_width_names(text: bytes) -> set[str]:
     return names
 
 
+def _platform_calls(masked: bytes) -> Iterable[tuple[str, int]]:
+    """(name, offset after its `(`) of each call of an upper-case name with a platform
+    word in it (`AMREX_HIP_OR_CUDA(`)."""
+    for match in PLATFORM_WORD.finditer(masked):
+        start = match.start()
+        while start > 0 and masked[start - 1] in UPPER_NAME_CHARS:
+            start -= 1
+        if start > 0 and (chr(masked[start - 1]).isalnum() or masked[start - 1] == 95):
+            continue  # part of a lower-case identifier
+        if masked[start] in b"0123456789":
+            continue
+        yield masked[start : match.end() - 1].rstrip().decode(), match.end()
+
+
 def _platform_invocations(masked: bytes) -> Iterable[Invocation]:
-    for match in PLATFORM_CALL.finditer(masked):
+    for name, after in _platform_calls(masked):
         arguments: list[tuple[int, int]] = []
         depth = 0
-        start = match.end()
+        start = after
         limit = min(len(masked), start + MAX_ARGUMENTS_BYTES)
         position = start
         while position < limit:
@@ -329,7 +347,7 @@ def _platform_invocations(masked: bytes) -> Iterable[Invocation]:
             elif char in b")]}":
                 if depth == 0:
                     arguments.append((start, position))
-                    yield Invocation(match.group(1).decode(), tuple(arguments))
+                    yield Invocation(name, tuple(arguments))
                     break
                 depth -= 1
             elif char == 44 and depth == 0:  # ","
@@ -338,12 +356,24 @@ def _platform_invocations(masked: bytes) -> Iterable[Invocation]:
             position += 1
 
 
+_newlines: tuple[int, list[int]] = (0, [])  # (id of the text, its newline offsets)
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    """1-based line of `offset`, with one index of newlines per text (not a count from
+    the start of the file for each definition)."""
+    global _newlines
+    if _newlines[0] != id(data):
+        _newlines = (id(data), [m.start() for m in re.finditer(b"\n", data)])
+    return bisect.bisect_left(_newlines[1], offset) + 1
+
+
 def _where(data: bytes, offset: int, line: int = 0) -> tuple[int, int, str]:
     """(line, column, normalised line text) of a byte offset."""
     start = data.rfind(b"\n", 0, offset) + 1
     end = data.find(b"\n", offset)
     text = data[start : end if end != -1 else len(data)]
-    number = line or data.count(b"\n", 0, offset) + 1
+    number = line or _line_of(data, offset)
     column = len(data[start:offset].decode("utf-8", "replace")) + 1
     return number, column, " ".join(text.decode("utf-8", "replace").split())
 
@@ -563,8 +593,11 @@ def evaluate(expr: str, env: Environment, in_if: bool = True) -> Value:
         return None
 
 
+NAME = re.compile(r"[A-Za-z_]\w*")
+
+
 def names_in(expr: str) -> set[str]:
-    return set(re.findall(r"[A-Za-z_]\w*", expr)) - {"defined"}
+    return set(NAME.findall(expr)) - {"defined"}
 
 
 def is_amd_guard(name: str) -> bool:

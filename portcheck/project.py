@@ -93,6 +93,7 @@ class ProjectFacts:
         self._macro_state: dict[tuple[str, bool], object] = {}
         self._envs = {True: self._make_env(True), False: self._make_env(False)}
         self._kinds: dict[tuple[str, int], str | None] = {}
+        self._taken_cache: dict[tuple[tuple[str, ...], str | None, bool], int | None] = {}
         self._marked: dict[str, list[tuple[int, int, str]]] = {}
         self._depth = 0
         self._selectors: dict[str, tuple[frozenset[int], frozenset[int]] | None] = {}
@@ -167,10 +168,7 @@ class ProjectFacts:
         certain: list[object] = []
         possible = False
         for path, definition in definitions:
-            reached = [
-                branch_condition_value(b, env)
-                for b in self.files[path].enclosing(definition.offset)
-            ]
+            reached = [self._taken(b, amd) for b in self.files[path].enclosing(definition.offset)]
             if 0 in reached:
                 continue
             if all(value == 1 for value in reached):
@@ -185,6 +183,14 @@ class ProjectFacts:
             distinct = set(map(id, certain)) if DEFINED in certain else set(certain)
             return certain[0] if len(distinct) == 1 else DEFINED
         return None if possible else UNDEFINED
+
+    def _taken(self, branch: Branch, amd: bool) -> int | None:
+        """branch_condition_value in one build, remembered by the branch's tests (the same
+        `#ifdef __CUDA_ARCH__` recurs in hundreds of files)."""
+        key = (branch.prior, branch.test, amd)
+        if key not in self._taken_cache:
+            self._taken_cache[key] = branch_condition_value(branch, self._envs[amd])
+        return self._taken_cache[key]
 
     def is_platform_macro(self, name: str) -> bool:
         """Does testing `name` tell an AMD build from an NVIDIA one?"""
@@ -208,8 +214,8 @@ class ProjectFacts:
         key = (path, branch.start_byte)
         if key in self._kinds:
             return self._kinds[key]
-        in_amd = branch_condition_value(branch, self._envs[True])
-        in_nv = branch_condition_value(branch, self._envs[False])
+        in_amd = self._taken(branch, True)
+        in_nv = self._taken(branch, False)
         kind = None
         if in_nv == 0 and in_amd != 0:
             kind = "amd"
@@ -227,11 +233,8 @@ class ProjectFacts:
         tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
         if not any(ARCH_COMPARISON.search(t) for t in tests):
             return False
-        env = self._envs[True]
         siblings = self.files[path].groups.get(branch.group, ())
-        return any(
-            other is not branch and branch_condition_value(other, env) != 0 for other in siblings
-        )
+        return any(other is not branch and self._taken(other, True) != 0 for other in siblings)
 
     def _mentions_platform(self, branch: Branch) -> bool:
         tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
@@ -268,13 +271,11 @@ class ProjectFacts:
             return self._selectors[name]
         kept: dict[bool, set[int]] = {True: set(), False: set()}
         for amd in (True, False):
-            env = self._envs[amd]
             for path, definition in self._macro_defs.get(name, ()):
                 if not definition.function_like:
                     continue
                 reached = [
-                    branch_condition_value(b, env)
-                    for b in self.files[path].enclosing(definition.offset)
+                    self._taken(b, amd) for b in self.files[path].enclosing(definition.offset)
                 ]
                 if 0 in reached:
                     continue
@@ -374,7 +375,6 @@ class ProjectFacts:
         cached = self._live_cache.get(name)
         if cached is not None:
             return cached
-        amd_env = self._env(True)
         in_amd_path: list[tuple[str, str, Definition]] = []
         elsewhere: list[tuple[str, str, Definition]] = []
         for def_path, expr, definition in self._constants.get(name, ()):
@@ -383,7 +383,7 @@ class ProjectFacts:
             kinds = {self._branch_kind(def_path, b) for b in enclosing}
             if "nvidia" in kinds:
                 continue
-            if any(branch_condition_value(b, amd_env) == 0 for b in enclosing):
+            if any(self._taken(b, True) == 0 for b in enclosing):
                 continue
             (in_amd_path if "amd" in kinds else elsewhere).append((def_path, expr, definition))
         live = in_amd_path or elsewhere

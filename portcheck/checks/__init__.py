@@ -176,7 +176,7 @@ DEVICE_CODE_CHECKS = frozenset(
         "dynamic-parallelism",
     }
 )
-ASSIGNMENT = r"\b{name}\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)"
+ASSIGNED = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)")
 
 METHOD_MARK = "."  # in FunctionInfo.calls: ".sync" is a call of a method named sync
 
@@ -362,6 +362,11 @@ class Context:
 
         found: dict[str, str] = {}
         body = self.data[fn.start : fn.end]
+        # How often each name is assigned in the function (`x = `, `x += `, …), in one pass.
+        assignments: dict[str, int] = {}
+        for match in ASSIGNED.finditer(body):
+            name = match.group(1).decode()
+            assignments[name] = assignments.get(name, 0) + 1
         node = self.root.descendant_for_byte_range(fn.start, fn.end) if self.root else None
         while node is not None and node.start_byte > fn.start:
             node = node.parent
@@ -372,7 +377,7 @@ class Context:
                 if name_node is None or name_node.type != "identifier" or value is None:
                     continue
                 name = text(name_node)
-                assigned = len(re.findall(ASSIGNMENT.format(name=re.escape(name)).encode(), body))
+                assigned = assignments.get(name, 0)
                 constant = value.type in (
                     "number_literal",
                     "identifier",
