@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
 from typing import ClassVar, NamedTuple
 
 # Macros that are defined only when building for AMD GPUs (HIP-Clang/hipcc, ROCm builds of
@@ -104,6 +105,8 @@ CONSTANT_FUNCTION = re.compile(
     rb"\bconstexpr\s+(?:static\s+|inline\s+)*(?:[A-Za-z_][\w:]*\s+)+([A-Za-z_]\w*)\s*\(\s*(?:void)?\s*\)"
     rb"\s*(?:const\s*)?(?:noexcept\s*)?\{\s*return\s+([^;{}]{1,100}?)\s*;\s*\}"
 )
+# `const int tid = threadIdx.x;`, `const float* p = a[i];`: locals, not constants.
+NOT_CONSTANT = re.compile(rb"[.\[\]\"']|->")
 ENUM_CONSTANT = re.compile(rb"\benum\b[^{;]*\{([^{}]{1,2000})\}")
 
 
@@ -259,6 +262,7 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
                 *_where(data, m.start(1)),
             )
             for m in CONSTANT_DECL.finditer(masked)
+            if NOT_CONSTANT.search(m.group(2)) is None
         ]
         if b"const" in masked
         else []
@@ -356,15 +360,15 @@ def _platform_invocations(masked: bytes) -> Iterable[Invocation]:
             position += 1
 
 
-_newlines: tuple[int, list[int]] = (0, [])  # (id of the text, its newline offsets)
+_newlines: tuple[bytes, list[int]] = (b"", [])  # (the text, its newline offsets)
 
 
 def _line_of(data: bytes, offset: int) -> int:
     """1-based line of `offset`, with one index of newlines per text (not a count from
     the start of the file for each definition)."""
     global _newlines
-    if _newlines[0] != id(data):
-        _newlines = (id(data), [m.start() for m in re.finditer(b"\n", data)])
+    if _newlines[0] is not data:  # the object itself: an id can be reused by another text
+        _newlines = (data, [m.start() for m in re.finditer(b"\n", data)])
     return bisect.bisect_left(_newlines[1], offset) + 1
 
 
@@ -407,6 +411,7 @@ DEFINED = object()  # defined, with a value that is not known
 Environment = Callable[[str], object]
 
 
+@lru_cache(maxsize=4096)
 def tokens(expr: str) -> list[tuple[str, str]] | None:
     """(kind, text) tokens of an expression; None when it has something we do not read."""
     found: list[tuple[str, str]] = []

@@ -93,6 +93,7 @@ class ProjectFacts:
         self._macro_state: dict[tuple[str, bool], object] = {}
         self._envs = {True: self._make_env(True), False: self._make_env(False)}
         self._kinds: dict[tuple[str, int], str | None] = {}
+        self._platform_tests: dict[tuple[tuple[str, ...], str | None], bool] = {}
         self._taken_cache: dict[tuple[tuple[str, ...], str | None, bool], int | None] = {}
         self._marked: dict[str, list[tuple[int, int, str]]] = {}
         self._depth = 0
@@ -214,6 +215,9 @@ class ProjectFacts:
         key = (path, branch.start_byte)
         if key in self._kinds:
             return self._kinds[key]
+        if not self._may_tell_platforms(branch):
+            self._kinds[key] = None  # `#ifdef _WIN32`: the same in both builds
+            return None
         in_amd = self._taken(branch, True)
         in_nv = self._taken(branch, False)
         kind = None
@@ -225,6 +229,26 @@ class ProjectFacts:
             kind = "nvidia"
         self._kinds[key] = kind
         return kind
+
+    def _may_tell_platforms(self, branch: Branch) -> bool:
+        """Can this branch's tests come out differently for AMD and NVIDIA? Only if they
+        name a platform guard, an NVIDIA-only or toolkit macro, or a macro the project
+        defines (which may be derived from one); else there is nothing to evaluate."""
+        key = (branch.prior, branch.test)
+        known = self._platform_tests.get(key)
+        if known is None:
+            tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+            known = self._platform_tests[key] = any(
+                is_amd_guard(n)
+                or n in NVIDIA_ONLY
+                or n in NVIDIA_TOOLKIT_MACROS
+                or n in self._macro_defs
+                or looks_like_amd_guard(n)
+                or looks_like_nvidia_guard(n)
+                for t in tests
+                for n in names_in(t)
+            )
+        return known
 
     def _arch_branch_with_fallback(self, path: str, branch: Branch) -> bool:
         """`#if __CUDA_ARCH__ >= 800 … #else … #endif`: an AMD build takes the other branch
@@ -486,13 +510,15 @@ class ProjectFacts:
                     continue
                 if isinstance(definition, MacroDef) and definition.function_like:
                     continue
+                if WARP_WIDTH_NAME.search(definition.name):
+                    slug, wanted = "warp-size-assumption", 32
+                elif LANE_MASK_NAME.search(definition.name):
+                    slug, wanted = "lane-mask-width", 0xFFFFFFFF
+                else:
+                    continue  # the name says nothing: only its uses could (roots above)
                 expr = definition.body if isinstance(definition, MacroDef) else definition.expr
                 own = evaluate(expr, lambda name: None, in_if=False)
-                if own == 32 and WARP_WIDTH_NAME.search(definition.name):
-                    slug = "warp-size-assumption"
-                elif own == 0xFFFFFFFF and LANE_MASK_NAME.search(definition.name):
-                    slug = "lane-mask-width"
-                else:
+                if own != wanted:
                     continue
                 roots[(path, definition.offset)] = (slug, path, definition, own, [])
         specs = catalogue()
