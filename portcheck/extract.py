@@ -46,7 +46,12 @@ from portcheck.model import (
 )
 from portcheck.parse import count_lines, decode_source, parse_cuda
 from portcheck.parse.text import LineIndex
-from portcheck.parse.treesitter import TokenLocator, structure_captures, structure_query
+from portcheck.parse.treesitter import (
+    NodePath,
+    structure_captures,
+    structure_query,
+    token_locator,
+)
 from portcheck.preproc import EMPTY_FACTS, PreprocFacts, preprocessor_facts
 from portcheck.project import Pending
 from portcheck.ruleset import RuleSet
@@ -506,10 +511,13 @@ class Extractor:
             return False
         from portcheck.preproc import evaluate
 
+        # Only what the type system decides: `sizeof(unsigned) * 8`,
+        # `std::numeric_limits<unsigned>::digits`. Other expressions the project evaluator
+        # reads, or they depend on something no compiler here would know either.
         return any(
-            "sizeof" in c.expr or "(" in c.expr
+            ("sizeof" in c.expr or "::" in c.expr)
+            and evaluate(c.expr, lambda name: None, in_if=False) is None
             for c in facts.constants
-            if evaluate(c.expr, lambda name: None, in_if=False) is None
         )
 
     def _clang(self, path: str, data: bytes, result: FileScan):
@@ -732,7 +740,7 @@ class Extractor:
             matches = [
                 m for i, m in enumerate(merged) if i == 0 or m.span() != merged[i - 1].span()
             ]
-        locator = TokenLocator(root)
+        locator = token_locator(root)
         path = locator.path
         for match in matches:
             token = match.group()
@@ -744,6 +752,8 @@ class Extractor:
                 continue  # a CUDA-shaped prefix of a longer name
             depth = locator.locate(start, end)
             node = path[depth]
+            if node is None:
+                continue
             parent = path[depth - 1] if depth else None
             kind = node.type
             if kind in STRING_LIKE:
@@ -854,7 +864,7 @@ class Extractor:
         add(name, kind, rule, node.start_byte, node.end_byte)
 
     @staticmethod
-    def _declares_member(path: list[Node], depth: int) -> bool:
+    def _declares_member(path: NodePath, depth: int) -> bool:
         """Is this field name (path[depth]) being declared (a class or struct member), not
         accessed?"""
         depth -= 1

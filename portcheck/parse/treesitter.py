@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from functools import cache
+from typing import Protocol
 
 import tree_sitter_cuda
 from tree_sitter import Language, Node, Parser, Query, QueryCursor, Tree, TreeCursor
@@ -89,6 +90,55 @@ class TokenLocator:
                 return len(path) - 2
         return len(path) - 1
 
+
+class NodePath(Protocol):
+    """A node and its ancestors by index (TokenLocator.path, or _Ancestors)."""
+
+    def __getitem__(self, index: int, /) -> Node | None: ...
+
+
+class _Ancestors:
+    """The ancestors of one node, looked up only as far as they are asked for: item
+    `SHALLOW_DEPTH - k` is the node's k-th ancestor (the node itself for k = 0), None
+    above the root. It stands in for TokenLocator.path on trees of ordinary depth."""
+
+    def __init__(self) -> None:
+        self.chain: list[Node | None] = []
+
+    def __getitem__(self, index: int) -> Node | None:
+        k = SHALLOW_DEPTH - index
+        chain = self.chain
+        while len(chain) <= k:
+            last = chain[-1]
+            chain.append(last.parent if last is not None else None)
+        return chain[k]
+
+
+SHALLOW_DEPTH = 1 << 20  # the "depth" ShallowLocator reports: far above any k asked for
+
+
+class ShallowLocator:
+    """TokenLocator's interface for trees of ordinary depth, where tree-sitter's own
+    lookup (one C call) is cheaper than moving a cursor in Python, and most tokens need
+    no ancestor at all (comments, strings, parts of longer names)."""
+
+    def __init__(self, root: Node) -> None:
+        self._root = root
+        self.path = _Ancestors()
+
+    def locate(self, start: int, end: int) -> int:
+        node = self._root.descendant_for_byte_range(start, end)
+        self.path.chain = [node]
+        return SHALLOW_DEPTH
+
+
+def token_locator(root: Node) -> TokenLocator | ShallowLocator:
+    """A cursor-walking locator for very deep trees (linear time there), tree-sitter's
+    lookup for the rest (faster)."""
+    return TokenLocator(root) if deeper_than(root, SHALLOW_LIMIT) else ShallowLocator(root)
+
+
+SHALLOW_LIMIT = 400  # deeper than this, Node.parent's walk from the root costs too much
 
 # tree-sitter's query cursor keeps node depths in 16 bits: on a deeper tree (40,000
 # nested calls) a query loses captures and slows down quadratically. Such trees are
