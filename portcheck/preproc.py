@@ -223,6 +223,22 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
             position = match.start()
             kind = match.group(1).decode()
             rest = match.group(2).decode("utf-8", "replace")
+            if kind == "endif":
+                if stack:
+                    close(stack.pop(), line, match.end())
+                continue
+            if kind == "define":
+                defined = OBJECT_MACRO.match(rest)
+                if defined is not None:
+                    name = defined.group(1)
+                    after = rest[len(rest) - len(rest.lstrip()) + len(name) :]
+                    body = " ".join((defined.group(2) or "").replace("\\\n", " ").split())
+                    offset = match.start(2) + len(rest) - len(rest.lstrip())
+                    column = offset - data.rfind(b"\n", 0, offset)  # ASCII up to a name
+                    text = f"#define {name} {body}"
+                    function_like = after.startswith("(")
+                    macros.append(MacroDef(name, body, offset, function_like, line, column, text))
+                continue
             directive = " ".join(f"#{kind} {rest.replace(chr(92) + chr(10), ' ')}".split())
             if kind in ("if", "ifdef", "ifndef"):
                 test = _directive_test(kind, rest)
@@ -236,20 +252,6 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
                 if own is not None:
                     tests.append(own)
                 stack.append((entry[0], tests, line, match.start(), own, directive))
-            elif kind == "endif" and stack:
-                close(stack.pop(), line, match.end())
-            elif kind == "define":
-                defined = OBJECT_MACRO.match(rest)
-                if defined is not None:
-                    name = defined.group(1)
-                    after = rest[len(rest) - len(rest.lstrip()) + len(name) :]
-                    body = " ".join((defined.group(2) or "").replace("\\\n", " ").split())
-                    offset = match.start(2) + len(rest) - len(rest.lstrip())
-                    macros.append(
-                        MacroDef(
-                            name, body, offset, after.startswith("("), *_where(data, offset, line)
-                        )
-                    )
         end_line = line + masked.count(b"\n", position)
         while stack:  # unterminated: the branch runs to the end of the file
             close(stack.pop(), end_line, len(data))
