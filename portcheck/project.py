@@ -62,6 +62,17 @@ class _FileFacts:
     facts: PreprocFacts
     starts: list[int] = field(default_factory=list)
     _groups: dict[int, list[Branch]] | None = None
+    _empty: dict[str, list[int]] | None = None
+
+    @property
+    def empty_macros(self) -> dict[str, list[int]]:
+        """name -> offsets of its bodiless definitions (`#define HELPER_H`)."""
+        if self._empty is None:
+            self._empty = {}
+            for macro in self.facts.macros:
+                if not macro.body:
+                    self._empty.setdefault(macro.name, []).append(macro.offset)
+        return self._empty
 
     @property
     def groups(self) -> dict[int, list[Branch]]:
@@ -215,8 +226,8 @@ class ProjectFacts:
         key = (path, branch.start_byte)
         if key in self._kinds:
             return self._kinds[key]
-        if not self._may_tell_platforms(branch):
-            self._kinds[key] = None  # `#ifdef _WIN32`: the same in both builds
+        if not self._may_tell_platforms(branch) or self._include_guard(path, branch):
+            self._kinds[key] = None  # `#ifdef _WIN32`, `#ifndef HELPER_H`: the same in both
             return None
         in_amd = self._taken(branch, True)
         in_nv = self._taken(branch, False)
@@ -229,6 +240,15 @@ class ProjectFacts:
             kind = "nvidia"
         self._kinds[key] = kind
         return kind
+
+    def _include_guard(self, path: str, branch: Branch) -> bool:
+        """`#ifndef HELPER_CUDA_H` / `#define HELPER_CUDA_H`: a header's include guard."""
+        test = branch.test or ""
+        if branch.prior or not test.startswith("!defined(") or not test.endswith(")"):
+            return False
+        name = test[len("!defined(") : -1]
+        offsets = self.files[path].empty_macros.get(name, ())
+        return any(branch.start_byte < offset < branch.start_byte + 512 for offset in offsets)
 
     def _may_tell_platforms(self, branch: Branch) -> bool:
         """Can this branch's tests come out differently for AMD and NVIDIA? Only if they
