@@ -29,6 +29,7 @@ from portcheck.checks import (
     Context,
     FunctionInfo,
     innermost_function,
+    merged_ranges,
     nesting,
     run_checks,
 )
@@ -254,8 +255,6 @@ def _merge_device_code(
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int, tuple[str, ...]]]]:
     """tree-sitter's device code refined by libclang's: a function clang resolved (its
     macros expanded) is device code or host code for certain."""
-    from portcheck.checks import _merged
-
     resolved = [(f.start, f.end, f.is_device) for f in clang_functions]
 
     def decided(start: int, end: int) -> bool | None:
@@ -268,7 +267,7 @@ def _merge_device_code(
     for start, end, macros in possible:
         if decided(start, end) is None:
             still_possible.append((start, end, macros))
-    return _merged([*device, *clang_device]), still_possible
+    return merged_ranges([*device, *clang_device]), still_possible
 
 
 def _merge_functions(
@@ -664,13 +663,7 @@ class Extractor:
                     ranges.append((lam.start_byte, lam.end_byte))
                     break
         # Merge nested ranges (a device lambda in a kernel) so that membership is one bisect.
-        merged: list[tuple[int, int]] = []
-        for start, end in sorted(ranges):
-            if merged and start < merged[-1][1]:
-                merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
-            else:
-                merged.append((start, end))
-        return merged
+        return merged_ranges(ranges)
 
     def _namespace_context(self, root: Node, data: bytes) -> tuple[dict[bytes, str], list[str]]:
         """`namespace cg = cooperative_groups;` aliases and `using namespace X;` for

@@ -403,7 +403,9 @@ class Context:
 
             ranges = self.device_ranges
             if self.possible_device_ranges:
-                ranges = _merged([*ranges, *((s, e) for s, e, _ in self.possible_device_ranges)])
+                ranges = merged_ranges(
+                    [*ranges, *((s, e) for s, e, _ in self.possible_device_ranges)]
+                )
             self._device_nodes = device_captures(self.root, ranges)
         return self._device_nodes.get(name, [])
 
@@ -421,7 +423,7 @@ class Context:
         return [u for u in self.uses if u.name in wanted]
 
 
-def _merged(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+def merged_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     merged: list[tuple[int, int]] = []
     for start, end in sorted(ranges):
         if merged and start < merged[-1][1]:
