@@ -254,6 +254,7 @@ class Context:
         once_per_line: bool = True,
         slug: str | None = None,
         when: tuple[str, tuple[int, ...], bool] | None = None,
+        severity: Severity | None = None,
     ) -> None:
         """Report the current check's hazard (or the catalogue's `slug`) at start..end.
 
@@ -275,7 +276,7 @@ class Context:
         finding = Finding(
             id=spec.id,
             slug=spec.slug,
-            severity=spec.severity,
+            severity=severity or spec.severity,
             path=self.path,
             span=span,
             message=message or spec.summary,

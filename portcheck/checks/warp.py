@@ -11,7 +11,7 @@ from portcheck.checks.syntax import (
     descendants,
     text,
 )
-from portcheck.model import Status, Verdicts
+from portcheck.model import Severity, Status, Verdicts
 from portcheck.preproc import SHUFFLE, shuffle_arguments
 
 # An operand that is plausibly a thread or lane index.
@@ -99,6 +99,7 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
                 "used here, so correct on wave64, but each tile fills half a CDNA wavefront"
             )
             kw["targets"] = PARTIAL_ON_HIP
+            kw["severity"] = Severity.LOW  # a performance note: the code is right on wave64
     if isinstance(value, int):
         if value in wanted:
             ctx.report(start, end, **kw)
