@@ -120,10 +120,6 @@ def _to_wire(scan: FileScan) -> bytes:
     return encode_file_scan(scan)
 
 
-def _from_wire(payload: bytes, rules: RuleSet) -> FileScan:
-    return decode_file_scan(payload, rules)
-
-
 # Between the pool's processes a scan travels pickled (the workers are this program's own
 # forks; nothing else writes that pipe), with each use's rule replaced by its name: decoding
 # the checked JSON form in the parent cost ~0.4 s of a 3 s cuda-samples scan. The JSON form

@@ -400,8 +400,7 @@ class Extractor:
         device_ranges = self._device_ranges(captures)
         possible_device = self._possible_device_ranges(captures)
         clang = None
-        errors = [(n.start_byte, n.end_byte) for n in captures.get("error", ())]
-        if self._wants_clang(data, errors, device_ranges, possible_device):
+        if self._wants_clang(data, device_ranges, possible_device):
             clang = self._clang(path, data, result)
         own_references: set[int] = set()
         if clang is not None:
@@ -480,7 +479,6 @@ class Extractor:
     def _wants_clang(
         self,
         data: bytes,
-        errors: list[tuple[int, int]],
         device_ranges: list[tuple[int, int]],
         possible_device: list[tuple[int, int, tuple[str, ...]]],
     ) -> bool:
@@ -495,10 +493,8 @@ class Extractor:
             return False
         if self.front_end == "deep":
             return True
-        code = [*device_ranges, *((s, e) for s, e, _ in possible_device)]
-        if not code:
-            return False
-        return b"operator()" in data and b"template" in data
+        has_device_code = bool(device_ranges or possible_device)
+        return has_device_code and b"operator()" in data and b"template" in data
 
     def _may_be_cuda_name(self, name: str) -> bool:
         """Could the extractor take `name` for a CUDA use (a name the rules know, or one

@@ -268,6 +268,18 @@ class Extension(_FastPickle):
         }
 
 
+# ApiRule's fields that an entry may leave out (in rules/*.yaml, JSON and the cache).
+OPTIONAL_RULE_FIELDS = (
+    "since",
+    "deprecated",
+    "removed",
+    "notes",
+    "hip_added",
+    "hip_deprecated",
+    "hip_removed",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class ApiRule:
     """What one CUDA name becomes on each route, and where that fact came from."""
@@ -295,15 +307,7 @@ class ApiRule:
             "status": self.status.to_dict(),
             "source": dict(self.source),
         }
-        for key in (
-            "since",
-            "deprecated",
-            "removed",
-            "notes",
-            "hip_added",
-            "hip_deprecated",
-            "hip_removed",
-        ):
+        for key in OPTIONAL_RULE_FIELDS:
             value = getattr(self, key)
             if value:
                 data[key] = value

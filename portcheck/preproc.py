@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import ClassVar, NamedTuple
 
@@ -630,29 +630,15 @@ def looks_like_nvidia_guard(name: str) -> bool:
     return NVIDIA_NAME.search(name) is not None
 
 
-def config_env(
-    amd: bool,
-    amd_macros: Mapping[str, int | None] | Iterable[str] = (),
-    values: Mapping[str, int] | None = None,
-):
-    """The environment of a build for AMD (amd=True) or for NVIDIA. `amd_macros` are the
-    project's own macros defined only in AMD builds (name -> 1, or None when only some
-    AMD builds define it: `AMD_MFMA_AVAILABLE` on CDNA); `values` constants known in it."""
-    extra = dict(amd_macros) if isinstance(amd_macros, Mapping) else dict.fromkeys(amd_macros, 1)
-    known = values or {}
-
-    def env(name: str) -> object:
-        if is_amd_guard(name):
-            return 1 if amd else UNDEFINED
-        if name in extra:
-            return extra[name] if amd else UNDEFINED
-        if name in NVIDIA_ONLY:
-            return UNDEFINED if amd else None
-        if name in known:
-            return known[name]
-        return None
-
-    return env
+def unless_defined(name: str, amd: bool) -> object:
+    """What `name` is in a build for AMD (amd=True) or NVIDIA when the project's own code
+    does not decide it: the platform guards and what the build system sets (`-DBNB_HIP`,
+    `-DAMREX_USE_CUDA`), the toolkit's own macros (`__CUDA_ARCH__`, `CUDART_VERSION`)."""
+    if is_amd_guard(name) or looks_like_amd_guard(name):
+        return 1 if amd else UNDEFINED
+    if name in NVIDIA_ONLY or name in NVIDIA_TOOLKIT_MACROS or looks_like_nvidia_guard(name):
+        return UNDEFINED if amd else None
+    return None
 
 
 def branch_condition_value(branch: Branch, env: Environment) -> Value:
@@ -666,9 +652,3 @@ def branch_condition_value(branch: Branch, env: Environment) -> Value:
     if branch.test is not None:
         result = _apply("&&", result, evaluate(branch.test, env))
     return result
-
-
-def mentions_amd_guard(branch: Branch, amd_macros: Iterable[str] = ()) -> bool:
-    extra = frozenset(amd_macros)
-    tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
-    return any(is_amd_guard(n) or n in extra for t in tests for n in names_in(t))

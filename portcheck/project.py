@@ -36,6 +36,7 @@ from portcheck.preproc import (
     looks_like_amd_guard,
     looks_like_nvidia_guard,
     names_in,
+    unless_defined,
 )
 
 ARCH_COMPARISON = re.compile(r"__CUDA_ARCH__\s*(?:[<>]=?|==|!=)|(?:[<>]=?|==|!=)\s*__CUDA_ARCH__")
@@ -171,11 +172,7 @@ class ProjectFacts:
             return UNDEFINED if amd else None
         definitions = self._macro_defs.get(name)
         if not definitions:
-            if looks_like_amd_guard(name):  # set by the build system (-DBNB_HIP)
-                return 1 if amd else UNDEFINED
-            if looks_like_nvidia_guard(name) or name in NVIDIA_TOOLKIT_MACROS:
-                return UNDEFINED if amd else None  # -DAMREX_USE_CUDA, CUDART_VERSION
-            return None
+            return unless_defined(name, amd)
         env = self._envs[amd]
         certain: list[object] = []
         possible = False

@@ -22,7 +22,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from portcheck.model import TARGETS, ApiRule, Status, Verdicts
+from portcheck.model import OPTIONAL_RULE_FIELDS, TARGETS, ApiRule, Status, Verdicts
 from portcheck.resources import data_dir, usable_cache_dir, write_atomically
 
 SCHEMA = "portcheck.rules/1"
@@ -320,15 +320,7 @@ def _rule_files(folder: Traversable | Path) -> Iterable[Traversable | Path]:
 
 
 _STATUS_BY_VALUE = {status.value: status for status in Status}
-_OPTIONAL = (
-    "since",
-    "deprecated",
-    "removed",
-    "notes",
-    "hip_added",
-    "hip_deprecated",
-    "hip_removed",
-)
+_OPTIONAL = OPTIONAL_RULE_FIELDS
 
 # A rule as the cache stores it: family, kind, hip, the three statuses, the three
 # sources, then the optional fields (see _row).

@@ -293,20 +293,25 @@ CONSTANT_DEF = Record(
 )
 
 
-def _decode_ranges(value: Any) -> tuple[tuple[int, int], ...]:
-    if type(value) is not list:
-        raise _bad("expected a list of ranges")
-    ranges = []
-    for item in value:
-        if type(item) is not list or len(item) != 2:
-            raise _bad("expected a range")
-        ranges.append((_check_int(item[0]), _check_int(item[1])))
-    return tuple(ranges)
+def _pairs(check: Callable[[Any], Any]) -> Field:
+    """A tuple of pairs (byte ranges, (relpath, digest)) as a JSON list of 2-lists."""
+
+    def decode(value: Any) -> tuple[tuple[Any, Any], ...]:
+        if type(value) is not list:
+            raise _bad("expected a list of pairs")
+        pairs = []
+        for item in value:
+            if type(item) is not list or len(item) != 2:
+                raise _bad("expected a pair")
+            pairs.append((check(item[0]), check(item[1])))
+        return tuple(pairs)
+
+    return Field(lambda pairs: [list(pair) for pair in pairs], decode)
 
 
 INVOCATION = Record(
     Invocation,
-    [("name", STR), ("arguments", Field(lambda r: [list(x) for x in r], _decode_ranges))],
+    [("name", STR), ("arguments", _pairs(_check_int))],
 )
 PREPROC = Record(
     PreprocFacts,
@@ -545,22 +550,8 @@ _FILE_FIELDS: list[tuple[str, Field]] = [
     ("pending", PENDING.list),
     ("front_end", STR),
     ("facts_only", BOOL),
-    (
-        "clang_inputs",
-        Field(
-            lambda d: [list(x) for x in d],
-            lambda v: tuple(
-                (_check_str(a), _check_str(b)) for a, b in (_pair(x) for x in _check_list(v))
-            ),
-        ),
-    ),
+    ("clang_inputs", _pairs(_check_str)),
 ]
-
-
-def _pair(value: Any) -> tuple[Any, Any]:
-    if type(value) is not list or len(value) != 2:
-        raise _bad("expected a pair")
-    return value[0], value[1]
 
 
 def encode_file_scan(scan: FileScan) -> bytes:

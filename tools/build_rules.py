@@ -75,7 +75,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
 import sys
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -85,7 +84,7 @@ from typing import Any
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hip_headers import HipHeaders, History, TaggedRepo, load_hip_headers
+from hip_headers import HipHeaders, History, TaggedRepo, git, load_hip_headers
 
 SCHEMA = "portcheck.rules/1"
 TOOLS_DIR = Path(__file__).resolve().parent
@@ -185,12 +184,7 @@ class GitRepo:
         self._listing: list[str] | None = None
 
     def _git(self, *args: str) -> str:
-        result = subprocess.run(
-            ["git", "-C", self.path, *args], capture_output=True, text=True, check=False
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"git {' '.join(args)} failed in {self.path}: {result.stderr}")
-        return result.stdout
+        return git(self.path, *args)
 
     def show(self, path: str) -> str:
         return self._git("show", f"HEAD:{path}")

@@ -500,6 +500,14 @@ def _statement(stmt: list[str], record) -> None:  # type: ignore[no-untyped-def]
 # --------------------------------------------------------------------------- releases
 
 
+def git(path: str, *args: str) -> str:
+    """The output of `git -C path ARGS`; RuntimeError with git's message on failure."""
+    result = subprocess.run(["git", "-C", path, *args], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed in {path}: {result.stderr}")
+    return result.stdout
+
+
 class TaggedRepo:
     """Read-only access to one git repository at any of its tags."""
 
@@ -510,12 +518,7 @@ class TaggedRepo:
         self._commits: dict[str, str] = {}
 
     def _git(self, *args: str) -> str:
-        result = subprocess.run(
-            ["git", "-C", self.path, *args], capture_output=True, text=True, check=False
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"git {' '.join(args)} failed in {self.path}: {result.stderr}")
-        return result.stdout
+        return git(self.path, *args)
 
     def commit(self, tag: str) -> str:
         if tag not in self._commits:

@@ -28,7 +28,7 @@ from portcheck.model import (
     Use,
     Verdicts,
 )
-from portcheck.preproc import EMPTY_FACTS, PreprocFacts
+from portcheck.preproc import EMPTY_FACTS, PreprocFacts, evaluate, names_in
 from portcheck.project import Pending
 from portcheck.resources import data_dir
 from portcheck.ruleset import YamlSyntaxError, load_yaml
@@ -300,16 +300,12 @@ class Context:
                 found += macros  # a lambda's macro inside a function's: either will do
         return found
 
-    def in_code_that_may_be_device(self, offset: int) -> bool:
-        return self.in_device(offset) or bool(self.device_macros_at(offset))
-
     def value(self, node: Any) -> int | str | None:
         """An integer operand: its value when this file decides it (a literal, or a local
         initialised once from one: `unsigned m = 0xffffffffu;`), the expression to evaluate
         with the project's constants when it names any (`WARP_SIZE`, `(kWarp - 1)`), None
         when it is not a constant expression."""
         from portcheck.checks.syntax import integer_value, text
-        from portcheck.preproc import evaluate, names_in
 
         if node is None:
             return None

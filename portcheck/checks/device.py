@@ -6,7 +6,7 @@ import re
 
 from portcheck.checks import Context, hazard
 from portcheck.checks.syntax import text
-from portcheck.preproc import config_env, evaluate, looks_like_amd_guard
+from portcheck.preproc import evaluate, unless_defined
 
 COMPARE = r"\s*(?:[<>]=?|==|!=)\s*"
 OPERAND = r"(?:\d+|[A-Za-z_]\w*)"
@@ -31,10 +31,9 @@ def arch_conditional(ctx: Context) -> None:
     if b"__CUDA_ARCH__" not in ctx.data:
         return
     seen: set[int] = set()
-    known = config_env(True)
 
     def amd(name: str) -> object:  # this file's view of an AMD build
-        return 1 if looks_like_amd_guard(name) else known(name)
+        return unless_defined(name, True)
 
     for branch in ctx.preproc.branches:
         match = ARCH_COMPARISON.search(branch.test or "")
