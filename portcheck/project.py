@@ -125,6 +125,7 @@ class ProjectFacts:
                     (path, constant.expr, constant)
                 )
         self._value_cache: dict[tuple[str, str], int | None] = {}
+        self._project_values: dict[str, int | None] = {}
         self._live_cache: dict[
             str,
             tuple[list[tuple[str, str, Definition]], dict[str, list[tuple[str, str, Definition]]]],
@@ -441,18 +442,18 @@ class ProjectFacts:
         live, paths = self._live(name)
         if not live:
             return None
-        if path in paths:  # a definition in the same file comes first
-            chosen = paths[path]
-        else:
-            chosen = live
-            if (name, "") in self._value_cache and len(chosen) > 1:
-                return self._value_cache[(name, "")]  # the project-wide answer, computed once
+        # A definition in the same file comes first; else every file's definitions, whose
+        # common value (if any) is the same for all files that use the name.
+        chosen = paths.get(path, live)
+        shared = path not in paths and len(chosen) > 1
+        if shared and name in self._project_values:
+            return self._project_values[name]
         values = {self.evaluate(expr, def_path, depth + 1) for def_path, expr, _ in chosen}
         if len(chosen) == 1:
             self._decided_by[(name, path)] = (chosen[0][0], chosen[0][2])
         value = values.pop() if len(values) == 1 else None
-        if path not in paths and len(chosen) > 1:
-            self._value_cache[(name, "")] = value
+        if shared:
+            self._project_values[name] = value
         return value
 
     def evaluate(self, expr: str, path: str, depth: int = 0) -> int | None:
