@@ -258,11 +258,11 @@ class BuiltinEngine:
 
     def __init__(self) -> None:
         from portcheck.discover import classify_name
-        from portcheck.extract import Extractor
+        from portcheck.filescan import FileScanner
         from portcheck.ruleset import default_rules
 
         self._classify = classify_name
-        self._extractor = Extractor(default_rules())
+        self._scanner = FileScanner(default_rules())
 
     def translate(self, path: Path) -> bytes:
         from portcheck.model import Language
@@ -272,7 +272,7 @@ class BuiltinEngine:
         if language is None or not language.is_source:
             language = Language.CUDA
         raw = path.read_bytes()
-        return translate_source(self._extractor, path.name, language, raw).text
+        return translate_source(self._scanner, path.name, language, raw).text
 
 
 class HipifyPerlEngine:

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from portcheck import __version__
-from portcheck.engine import DEFAULT_FILE_TIMEOUT
 from portcheck.model import ENGINES, TARGETS, Report
+from portcheck.options import DEFAULT_FILE_TIMEOUT
 from portcheck.paths import display_path
 from portcheck.report import FORMATS, NOTHING_TO_SCORE, formatter, nothing_to_score
 from portcheck.resources import cache_problem, write_atomically

@@ -34,7 +34,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from portcheck.discover import discover, read_candidate
-from portcheck.extract import CUDA_HEADER_SHAPE, Extractor
+from portcheck.extract import CUDA_HEADER_SHAPE
+from portcheck.filescan import FileScanner
 from portcheck.model import Finding, Skipped
 from portcheck.resources import cache_dir, data_dir, write_bytes_atomically
 from portcheck.ruleset import default_rules, load_yaml
@@ -1146,7 +1147,7 @@ def _translate_tree(
 ) -> tuple[list[_Unit], dict[str, list[Finding]], list[str]]:
     """Translate every CUDA source under `root` into `out` (plain C/C++ files are copied so
     that includes resolve); returns the units, their hazard findings and every file name."""
-    extractor = Extractor(default_rules())
+    scanner = FileScanner(default_rules())
     units: list[_Unit] = []
     findings_by_path: dict[str, list[Finding]] = {}
     names: list[str] = []
@@ -1169,16 +1170,14 @@ def _translate_tree(
             continue
         translation: Translation | None = None
         if engine == "builtin":
-            translation = translate_source(extractor, item.relpath, item.language, raw)
+            translation = translate_source(scanner, item.relpath, item.language, raw)
             text = translation.text
             findings_by_path[item.relpath] = translation.findings
         elif engine == "none":
             text = raw
         else:
             # Hazards come from the CUDA source, whichever engine translates it.
-            findings_by_path[item.relpath] = extractor.scan_file(
-                item.relpath, item.language, raw
-            ).findings
+            findings_by_path[item.relpath] = scanner.scan(item.relpath, item.language, raw).findings
             try:
                 text = run_hipify(engine, item.path)
             except EngineError:

@@ -1,8 +1,9 @@
-"""Find the CUDA uses in one source file, from its syntax tree.
+"""Find the CUDA constructs in one parsed source file, from its syntax tree.
 
 Owns: which tokens are CUDA constructs (API names, types, enums, macros,
-namespaces, headers, launches, inline asm), where they are (exact line and
-column), whether they sit in device code, and which kernels a file defines.
+namespaces, headers, launches, inline asm) and where they are (byte offsets), which
+functions are device code, which kernels a file defines and what each function calls.
+It only extracts: `portcheck.filescan` parses, classifies and runs the checks.
 
 How: a byte-level scan proposes candidate tokens (names the rule set knows, or
 names shaped like CUDA APIs); the syntax tree then decides what each one is.
@@ -14,47 +15,23 @@ only part of a longer name (`mycudaFree`) or a member of a user's namespace
 from __future__ import annotations
 
 import bisect
-import hashlib
-import os
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from pathlib import PurePosixPath
+from typing import NamedTuple
 
 from tree_sitter import Node
 
 from portcheck.checks import (
     METHOD_MARK,
-    Context,
     FunctionInfo,
     innermost_function,
     merged_ranges,
     nesting,
-    run_checks,
 )
-from portcheck.discover import looks_like_cuda
-from portcheck.model import (
-    ApiRule,
-    Dependency,
-    Extension,
-    Finding,
-    Kernel,
-    Language,
-    PyFinding,
-    PyUse,
-    Use,
-)
-from portcheck.parse import count_lines, decode_source, parse_cuda
-from portcheck.parse.text import LineIndex
-from portcheck.parse.treesitter import (
-    NodePath,
-    structure_captures,
-    structure_query,
-    token_locator,
-)
-from portcheck.preproc import EMPTY_FACTS, PreprocFacts, preprocessor_facts
-from portcheck.project import Pending
+from portcheck.model import ApiRule
+from portcheck.parse.treesitter import NodePath, structure_query, token_locator
 from portcheck.ruleset import RuleSet
 
 # `#define NAME`: read lexically too, because multi-line macros with aligned
@@ -163,33 +140,25 @@ DECLARATOR_TYPES = frozenset(
 )
 
 
-@dataclass(slots=True)
-class FileScan:
-    """What one file contributes to a report."""
+class Found(NamedTuple):
+    """A name the extractor recognised: a known construct or a CUDA-shaped name."""
 
-    path: str
-    language: Language
-    lines: int
-    encoding: str
-    uses: list[Use] = field(default_factory=list)
-    kernels: list[Kernel] = field(default_factory=list)
-    definitions: set[str] = field(default_factory=set)  # CUDA-looking names it defines itself
-    parse_errors: int = 0
-    findings: list[Finding] = field(default_factory=list)
-    functions: list[FunctionInfo] = field(default_factory=list)
-    # Python files and manifests (portcheck.python)
-    dependencies: list[Dependency] = field(default_factory=list)
-    py_uses: list[PyUse] = field(default_factory=list)
-    py_findings: list[PyFinding] = field(default_factory=list)
-    extensions: list[Extension] = field(default_factory=list)
-    # Facts answered with the whole project (portcheck.project): conditional branches,
-    # macros and constants, and findings that wait on them.
-    preproc: PreprocFacts = EMPTY_FACTS
-    pending: list[Pending] = field(default_factory=list)
-    front_end: str = "tree-sitter"
-    facts_only: bool = False  # no CUDA in it: not reported, its facts serve the others
-    # Project files libclang read for it (relpath, sha256): a change to one is a cache miss.
-    clang_inputs: tuple[tuple[str, str], ...] = ()
+    name: str
+    kind: str  # function, type, identifier, macro, namespace, header
+    rule: ApiRule | None
+    start: int  # byte offsets in the file
+    end: int
+
+
+@dataclass(slots=True)
+class Extraction:
+    """What the extractor found in one parsed file (the classify step makes uses of it)."""
+
+    names: list[Found]
+    definitions: set[str]  # CUDA-looking names the file defines itself
+    variables: set[str]  # names it declares as variables or parameters
+    kernels: list[tuple[str, int, int]]  # (name, start, end) of each __global__ function
+    functions: list[FunctionInfo]
 
 
 @lru_cache(maxsize=8192)
@@ -247,62 +216,11 @@ def _masked_ranges(text: bytes) -> list[tuple[int, int]]:
     return [match.span() for match in MASKED_IN_MACRO.finditer(text)]
 
 
-def _merge_device_code(
-    device: list[tuple[int, int]],
-    possible: list[tuple[int, int, tuple[str, ...]]],
-    clang_device: list[tuple[int, int]],
-    clang_functions: list[FunctionInfo],
-) -> tuple[list[tuple[int, int]], list[tuple[int, int, tuple[str, ...]]]]:
-    """tree-sitter's device code refined by libclang's: a function clang resolved (its
-    macros expanded) is device code or host code for certain."""
-    resolved = [(f.start, f.end, f.is_device) for f in clang_functions]
-
-    def decided(start: int, end: int) -> bool | None:
-        for s, e, is_device in resolved:
-            if s <= start < e or start <= s < end:  # the same definition, however bounded
-                return is_device
-        return None
-
-    still_possible = []
-    for start, end, macros in possible:
-        if decided(start, end) is None:
-            still_possible.append((start, end, macros))
-    return merged_ranges([*device, *clang_device]), still_possible
-
-
-def _merge_functions(
-    tree_sitter: list[FunctionInfo], clang: list[FunctionInfo]
-) -> list[FunctionInfo]:
-    """tree-sitter's functions with the calls and execution spaces libclang resolved."""
-    by_name: dict[str, list[FunctionInfo]] = {}
-    for info in clang:
-        by_name.setdefault(info.name, []).append(info)
-    for info in tree_sitter:
-        for match in by_name.get(info.name, ()):
-            if match.start <= info.start < match.end or info.start <= match.start < info.end:
-                info.calls |= match.calls
-                info.is_device = info.is_device or match.is_device
-                info.is_kernel = info.is_kernel or match.is_kernel
-                break
-    return tree_sitter
-
-
 class Extractor:
     """Extracts uses with one rule set. Build once, call `scan_file` per file."""
 
-    def __init__(
-        self,
-        rules: RuleSet,
-        ignore: frozenset[str] = frozenset(),
-        front_end: str = "auto",
-        root: str | None = None,
-    ) -> None:
+    def __init__(self, rules: RuleSet) -> None:
         self.rules = rules
-        self.ignore = ignore  # hazard slugs not to check
-        # "auto": libclang where it pays (see wants_clang); "deep": libclang on every
-        # source file; "tree-sitter": never.
-        self.front_end = front_end
-        self.root = root  # the scanned folder, where libclang finds project headers
 
     # The lookup tables are built on first use: a re-scan served from the cache needs none.
 
@@ -367,193 +285,36 @@ class Extractor:
                 return candidate, rule
         return name, None
 
-    # -- the scan ---------------------------------------------------------------------
+    # -- extraction ----------------------------------------------------------------------
 
-    def scan_file(self, path: str, language: Language, raw: bytes) -> FileScan:
-        data, encoding = decode_source(raw)
-        result = FileScan(path, language, count_lines(data), encoding)
-        if language.is_python:
-            from portcheck.python.code import scan_python
-
-            scan_python(self, result, data)
-        if not language.is_source:
-            # Build files, and setup.py among the Python files (nvcc flags, CUDAExtension).
-            if not language.is_python or PurePosixPath(path).name == "setup.py":
-                index = LineIndex(data)
-                ctx = Context(path, language, data, None, [], index.span, lambda offset: False)
-                result.findings.extend(run_checks(ctx, self.ignore))
-            return result
-        if not data.strip():
-            return result
-        result.preproc = preprocessor_facts(data)
-        if language is not Language.CUDA and not looks_like_cuda(data):
-            result.facts_only = True  # a header read for its macros and constants only
-            if self._constants_need_a_compiler(result.preproc):
-                self._clang(path, data, result)  # `sizeof(unsigned) * 8`: clang computes it
-            return result
-        tree = parse_cuda(data)
-        root = tree.root_node
-        index = LineIndex(data)
-        captures = structure_captures(root)
-        result.parse_errors = len(captures.get("error", ()))
-
-        device_ranges = self._device_ranges(captures)
-        possible_device = self._possible_device_ranges(captures)
-        clang = None
-        if self._wants_clang(data, device_ranges, possible_device):
-            clang = self._clang(path, data, result)
-        own_references: set[int] = set()
-        if clang is not None:
-            device_ranges, possible_device = _merge_device_code(
-                device_ranges, possible_device, clang.device_ranges, clang.functions
-            )
-            own_references = clang.own_references
-
-        def in_device(offset: int) -> bool:
-            i = bisect.bisect_right(device_ranges, (offset, 1 << 62)) - 1
-            return i >= 0 and offset < device_ranges[i][1]
-
-        def add(name: str, kind: str, rule: ApiRule | None, start: int, end: int) -> None:
-            device = in_device(start)
-            if name in C_LIBRARY_NAMES and not device:
-                return
-            family = rule.family if rule else guess_family(name)
-            result.uses.append(
-                Use(
-                    name,
-                    rule.kind if rule else kind,
-                    family,
-                    path,
-                    index.span(start, end),
-                    in_device(start),
-                    rule,
-                )
-            )
-
-        def may_be_device(offset: int) -> bool:
-            return in_device(offset) or any(s <= offset < e for s, e, _ in possible_device)
-
+    def extract(
+        self,
+        data: bytes,
+        root: Node,
+        captures: dict[str, list[Node]],
+        may_be_device: Callable[[int], bool],
+    ) -> Extraction:
+        """The CUDA names, includes, launches, PTX asm, kernels and functions of one parsed
+        file. `may_be_device(offset)`: whether code there may run on the GPU (asm elsewhere
+        is CPU assembly)."""
         aliases, using_namespaces = self._namespace_context(root, data)
-        # Scoping: a name the file declares as a variable or parameter (`float j0, y1;`) is
-        # that variable wherever it is not called, not the CUDA function of that name.
-        variables: set[str] = set()
-        found: list[tuple[str, str, ApiRule | None, int, int]] = []
+        found = Extraction([], set(), set(), [], [])
+        add = found.names.append
         self._scan_tokens(
             data,
             root,
             aliases,
             using_namespaces,
-            lambda *use: found.append(use),
-            result.definitions,
-            variables,
+            lambda *use: add(Found(*use)),
+            found.definitions,
+            found.variables,
         )
-        for name, kind, rule, start, end in found:
-            shadowed = name in variables and kind != "function"
-            if shadowed and rule is not None and rule.kind == "function":
-                continue
-            if start in own_references:
-                continue  # libclang: this name is a declaration of the project's own
-            add(name, kind, rule, start, end)
-        self._scan_structure(captures, data, add, may_be_device, index, path, result)
-        result.uses.sort(key=lambda u: (u.span.start_byte, u.name))
-        result.functions = self._functions(captures, aliases)
-        if clang is not None:
-            result.functions = _merge_functions(result.functions, clang.functions)
-        ctx = Context(
-            path,
-            language,
-            data,
-            root,
-            result.uses,
-            index.span,
-            in_device,
-            result.functions,
-            device_ranges,
-            possible_device_ranges=possible_device,
-            preproc=result.preproc,
-        )
-        result.findings = run_checks(ctx, self.ignore)
-        result.pending = ctx.pending
-        return result
-
-    def _wants_clang(
-        self,
-        data: bytes,
-        device_ranges: list[tuple[int, int]],
-        possible_device: list[tuple[int, int, tuple[str, ...]]],
-    ) -> bool:
-        """libclang where it pays (in the default mode): functors handed to template kernels
-        (the call graph), and header constants only a compiler can compute (see
-        _constants_need_a_compiler). Measured, it did not pay for files whose device code
-        the grammar parsed with errors (cuda-samples, ggml, DeepSpeed, bitsandbytes, AMReX:
-        the same findings with and without it, for 0.9 s more CPU on cuda-samples), nor for
-        device code behind a project macro (the lexical project facts see those): `--deep`
-        runs it there too."""
-        if self.front_end == "tree-sitter" or self.root is None:
-            return False
-        if self.front_end == "deep":
-            return True
-        has_device_code = bool(device_ranges or possible_device)
-        return has_device_code and b"operator()" in data and b"template" in data
-
-    def _may_be_cuda_name(self, name: str) -> bool:
-        """Could the extractor take `name` for a CUDA use (a name the rules know, or one
-        shaped like CUDA's)? Only those are worth asking libclang what they refer to."""
-        return self.rules.lookup(name) is not None or CUDA_SHAPE.fullmatch(name) is not None
-
-    def _constants_need_a_compiler(self, facts: PreprocFacts) -> bool:
-        if self.front_end == "tree-sitter" or self.root is None:
-            return False
-        from portcheck.preproc import evaluate
-
-        # Only what the type system decides: `sizeof(unsigned) * 8`,
-        # `std::numeric_limits<unsigned>::digits`. Other expressions the project evaluator
-        # reads, or they depend on something no compiler here would know either.
-        return any(
-            ("sizeof" in c.expr or "::" in c.expr)
-            and evaluate(c.expr, lambda name: None, in_if=False) is None
-            for c in facts.constants
-        )
-
-    def _clang(self, path: str, data: bytes, result: FileScan):
-        """libclang's facts of this file (None when it cannot read it: tree-sitter's stand)."""
-        from portcheck.parse import clang
-
-        if not clang.available() or self.root is None:
-            return None
-        root = self.root
-        facts = clang.analyze(
-            os.path.join(root, path),
-            data,
-            clang.include_dirs_for(root, path),
-            interesting=self._may_be_cuda_name,
-        )
-        if not facts.ok:
-            return None
-        result.front_end = "libclang"
-        dependencies = []
-        for header in facts.headers:
-            relative = os.path.relpath(header, root)
-            if relative.startswith(".."):
-                continue
-            try:
-                with open(header, "rb") as handle:
-                    dependencies.append((relative, hashlib.sha256(handle.read()).hexdigest()))
-            except OSError:
-                continue
-        result.clang_inputs = tuple(sorted(dependencies))
-        if facts.constants:  # values clang computed replace what the lexical reader saw
-            computed = {c.offset: c for c in facts.constants}
-            lexical = [
-                c._replace(expr=computed.pop(c.offset).expr) if c.offset in computed else c
-                for c in result.preproc.constants
-            ]
-            lexical += computed.values()
-            result.preproc = result.preproc._replace(constants=tuple(lexical))
-        return facts
+        self._scan_structure(captures, lambda *use: add(Found(*use)), may_be_device, found.kernels)
+        found.functions = self._functions(captures, aliases)
+        return found
 
     @staticmethod
-    def _possible_device_ranges(
+    def possible_device_ranges(
         captures: dict[str, list[Node]],
     ) -> list[tuple[int, int, tuple[str, ...]]]:
         """Functions without a visible device qualifier whose declaration carries
@@ -643,7 +404,7 @@ class Extractor:
                 functions[i].calls.add(f"{METHOD_MARK}{parts[-1]}" if method else parts[-1])
         return functions
 
-    def _device_ranges(self, captures: dict[str, list[Node]]) -> list[tuple[int, int]]:
+    def device_ranges(self, captures: dict[str, list[Node]]) -> list[tuple[int, int]]:
         ranges = []
         for fn in captures.get("function", ()):
             if any(child.type in DEVICE_QUALIFIERS for child in fn.children):
@@ -899,7 +660,13 @@ class Extractor:
             return "macro"
         return "identifier"
 
-    def _scan_structure(self, captures, data, add, in_device, index, path, result) -> None:
+    def _scan_structure(
+        self,
+        captures: dict[str, list[Node]],
+        add: Callable[..., None],
+        in_device: Callable[[int], bool],
+        kernels: list[tuple[str, int, int]],
+    ) -> None:
         for node in captures.get("include", ()):
             header = (node.text or b"").decode("utf-8", "replace").strip()[1:-1].strip()
             rule = self._header_rule(header)
@@ -920,12 +687,8 @@ class Extractor:
                     declarator = declarator.child_by_field_name("declarator")
                 name_node = declarator.child_by_field_name("declarator") if declarator else None
                 if name_node is not None and name_node.text:
-                    result.kernels.append(
-                        Kernel(
-                            name_node.text.decode(),
-                            path,
-                            index.span(name_node.start_byte, name_node.end_byte),
-                        )
+                    kernels.append(
+                        (name_node.text.decode(), name_node.start_byte, name_node.end_byte)
                     )
 
     @staticmethod

@@ -10,26 +10,19 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from portcheck import __version__
-from portcheck.checks import resolve_ignores
-from portcheck.discover import MAX_FILE_BYTES, BadPattern, Candidate, check_excludes, discover
-from portcheck.engine import (
-    DEFAULT_FILE_TIMEOUT,
-    MIN_FILES_FOR_POOL,
-    TIMEOUT_REASON,
+from portcheck.cache import (
     Read,
     ScanCache,
     default_cache_path,
-    fewer_collections,
     read_all_keyed,
     read_files,
-    scan_candidates,
     tree_key,
 )
-from portcheck.extract import Extractor, FileScan
+from portcheck.discover import MAX_FILE_BYTES, Candidate, discover
+from portcheck.filescan import FileScan, FileScanner
 from portcheck.graph import Node, build_call_graph, kernels_reaching
 from portcheck.model import (
     ROUTES,
-    TARGETS,
     Dependency,
     Extension,
     FileSummary,
@@ -44,98 +37,95 @@ from portcheck.model import (
     Target,
     Use,
 )
+from portcheck.options import (
+    DEFAULT_FILE_TIMEOUT,
+    FRONT_ENDS,
+    ScanError,
+    ScanOptions,
+    parse_targets,
+)
 from portcheck.paths import display_path
 from portcheck.project import ProjectFacts
 from portcheck.ruleset import RuleSet, default_rules
+from portcheck.runner import (
+    MIN_FILES_FOR_POOL,
+    TIMEOUT_REASON,
+    fewer_collections,
+    scan_candidates,
+)
 from portcheck.score import effort, project_scores, scores
 from portcheck.wire import WireError, decode_report, encode_report
 
 ProgressCallback = Callable[[int, int, str], None]  # (done, total, current path)
 
-
-FRONT_ENDS = ("auto", "deep", "tree-sitter")
-
-
-class ScanError(Exception):
-    """The scan cannot start (missing path, bad option). The message is for the user."""
-
-
-def parse_targets(targets: str | Sequence[str] | None) -> tuple[Target, ...]:
-    """`"hip,zluda"` or `["hip"]` -> targets; raises ScanError naming a bad one."""
-    if targets is None:
-        return TARGETS
-    names = targets.split(",") if isinstance(targets, str) else list(targets)
-    chosen: list[Target] = []
-    for name in (n.strip().lower() for n in names):
-        if not name:
-            continue
-        try:
-            target = Target(name)
-        except ValueError:
-            valid = ", ".join(t.value for t in TARGETS)
-            raise ScanError(f"unknown target {name!r} (choose from {valid})") from None
-        if target not in chosen:
-            chosen.append(target)
-    if not chosen:
-        raise ScanError("no target given")
-    return tuple(chosen)
+__all__ = ["FRONT_ENDS", "ScanError", "ScanOptions", "parse_targets", "scan", "scan_files"]
 
 
 def scan(
     path: str | os.PathLike[str],
+    options: ScanOptions | None = None,
     *,
+    rules: RuleSet | None = None,
+    progress: ProgressCallback | None = None,
     targets: str | Sequence[str] | None = None,
     exclude: Sequence[str] = (),
-    rules: RuleSet | None = None,
     ignore: Sequence[str] = (),
     max_file_bytes: int = MAX_FILE_BYTES,
     jobs: int | None = None,
     cache: bool = True,
-    progress: ProgressCallback | None = None,
     front_end: str = "auto",
     file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
 ) -> Report:
     """Scan a CUDA file or source tree and return its Report.
 
-    `front_end`: "auto" runs libclang where it pays (device code behind macros, code the
-    grammar cannot parse, functors passed to templates), "deep" on every source file,
-    "tree-sitter" never. A file not scanned within `file_timeout` seconds (None or 0: no
-    limit) is listed in `skipped` with the reason "timeout" and the scan goes on.
+    Configure it with `options` (a ScanOptions), or with the same settings as keywords:
+    `front_end` "auto" runs libclang where it pays (functors passed to templates, header
+    constants only a compiler computes), "deep" on every source file, "tree-sitter" never.
+    A file not scanned within `file_timeout` seconds (None or 0: no limit) is listed in
+    `skipped` with the reason "timeout" and the scan goes on.
 
     >>> report = scan("examples/heatflow")           # doctest: +SKIP
     >>> report.scores["hip"], len(report.uses)        # doctest: +SKIP
     """
+    if options is None:
+        options = ScanOptions.of(
+            targets=targets,
+            exclude=exclude,
+            ignore=ignore,
+            jobs=jobs,
+            cache=cache,
+            front_end=front_end,
+            max_file_bytes=max_file_bytes,
+            file_timeout=file_timeout,
+        )
+    report, _ = scan_files(path, options, rules=rules, progress=progress)
+    return report
+
+
+def scan_files(
+    path: str | os.PathLike[str],
+    options: ScanOptions,
+    *,
+    rules: RuleSet | None = None,
+    progress: ProgressCallback | None = None,
+    keep_files: bool = False,
+) -> tuple[Report, dict[str, FileScan]]:
+    """The Report, and with `keep_files` each file's FileScan by relative path (for a step
+    that works on the same files next, such as translating them to compile). Without
+    `keep_files` the dictionary is empty and a remembered report may answer."""
     started = time.perf_counter()
     root = Path(path)
     _check_root(root)
-    chosen = parse_targets(targets)
-    try:
-        ignored = resolve_ignores(ignore)
-    except ValueError as exc:
-        raise ScanError(str(exc)) from None
-    try:
-        check_excludes(exclude)
-    except BadPattern as exc:
-        raise ScanError(str(exc)) from None
-    if front_end not in FRONT_ENDS:
-        raise ScanError(f"unknown front end {front_end!r} (choose from {', '.join(FRONT_ENDS)})")
     base = root if root.is_dir() else root.parent
-    extractor = Extractor(
-        rules if rules is not None else default_rules(), ignored, front_end, os.path.abspath(base)
+    scanner = FileScanner(
+        rules if rules is not None else default_rules(),
+        options.ignore,
+        options.front_end,
+        os.path.abspath(base),
     )
     with fewer_collections():
-        report = _scan_tree(
-            root,
-            chosen,
-            extractor,
-            exclude,
-            max_file_bytes,
-            jobs,
-            cache,
-            progress,
-            file_timeout=file_timeout,
-        )
-    return replace(report, seconds=time.perf_counter() - started)
+        report, files = _scan_tree(root, options, scanner, progress, keep_files)
+    return replace(report, seconds=time.perf_counter() - started), files
 
 
 def _check_root(root: Path) -> None:
@@ -168,19 +158,14 @@ def _file_kind(mode: int) -> str:
 
 def _scan_tree(
     root: Path,
-    chosen: tuple[Target, ...],
-    extractor: Extractor,
-    exclude: Sequence[str],
-    max_file_bytes: int,
-    jobs: int | None,
-    cache: bool,
+    options: ScanOptions,
+    scanner: FileScanner,
     progress: ProgressCallback | None,
-    *,
-    file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
-) -> Report:
+    keep_files: bool,
+) -> tuple[Report, dict[str, FileScan]]:
     candidates: list[Candidate] = []
     skipped: list[Skipped] = []
-    for item in discover(root, exclude, max_file_bytes):
+    for item in discover(root, options.exclude, options.max_file_bytes):
         if isinstance(item, Skipped):
             skipped.append(item)
         else:
@@ -190,30 +175,30 @@ def _scan_tree(
     # a content-hash cache. The whole report is remembered too, under a key of all the
     # inputs, and so is each file's stamp: a re-scan of an unchanged tree opens no file.
     # A cache folder that cannot be used means no cache (resources.cache_problem says why).
-    cache_path = default_cache_path() if cache else None
+    cache_path = default_cache_path() if options.cache else None
     if cache_path is None:
         reads: Iterable[Read] = read_files(candidates)
-        scans = _scan(reads, candidates, extractor, jobs, None, progress, skipped, file_timeout)
-        return _assemble(root, chosen, scans, skipped)
+        scans = _scan(reads, candidates, scanner, options, None, progress, skipped)
+        return _assemble(root, options.targets, scans, skipped), _by_path(scans, keep_files)
     scan_cache = ScanCache(cache_path)
+    files: dict[str, FileScan] = {}
     try:
         slot = display_path(os.path.realpath(root))  # sqlite stores no lone surrogates
         known = scan_cache.file_states(slot)
-        keyed, states = read_all_keyed(candidates, extractor, KEEP_READ_BYTES, known)
+        keyed, states = read_all_keyed(candidates, scanner, KEEP_READ_BYTES, known)
         if states != known:
             scan_cache.put_file_states(slot, states)
-        key = tree_key(keyed, skipped, MEMO_VERSION, __version__, *map(str, chosen))
-        remembered = _memo_get(scan_cache, slot, key, root, extractor.rules)
+        key = tree_key(keyed, skipped, MEMO_VERSION, __version__, *map(str, options.targets))
+        remembered = None if keep_files else _memo_get(scan_cache, slot, key, root, scanner.rules)
         if remembered is None:
             # A commit that changed a few files: scan them here, without starting a pool.
             keys = [read.key for read in keyed if read.key]
             misses = len(keys) - len(scan_cache.present(keys))
             if misses < MIN_FILES_FOR_POOL:
-                jobs = 1
-            scans = _scan(
-                keyed, candidates, extractor, jobs, scan_cache, progress, skipped, file_timeout
-            )
-            report = _assemble(root, chosen, scans, skipped)
+                options = replace(options, jobs=1)
+            scans = _scan(keyed, candidates, scanner, options, scan_cache, progress, skipped)
+            report = _assemble(root, options.targets, scans, skipped)
+            files = _by_path(scans, keep_files)
             # A file that ran out of time may finish next time (or with a longer budget).
             if not any(item.reason == TIMEOUT_REASON for item in skipped):
                 scan_cache.put_report(slot, key, _memo_dump(report))
@@ -221,7 +206,11 @@ def _scan_tree(
             report = remembered
     finally:
         scan_cache.close()
-    return replace(report, root=display_path(root))
+    return replace(report, root=display_path(root)), files
+
+
+def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
+    return {s.path: s for s in scans} if keep else {}
 
 
 MEMO_VERSION = "report-7"  # bump when _assemble or the Report's fields change
@@ -231,22 +220,21 @@ KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and sca
 def _scan(
     reads: Iterable[Read],
     candidates: Sequence[Candidate],
-    extractor: Extractor,
-    jobs: int | None,
+    scanner: FileScanner,
+    options: ScanOptions,
     scan_cache: ScanCache | None,
     progress: ProgressCallback | None,
     skipped: list[Skipped],
-    file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
 ) -> list[FileScan]:
     scans: list[FileScan] = []
     for result in scan_candidates(
         reads,
         len(candidates),
-        extractor,
-        jobs=jobs,
+        scanner,
+        jobs=options.jobs,
         cache=scan_cache,
         progress=progress,
-        file_timeout=file_timeout,
+        file_timeout=options.file_timeout,
     ):
         if isinstance(result, Skipped):
             skipped.append(result)

@@ -23,7 +23,7 @@ from itertools import chain, starmap
 from typing import Any
 
 from portcheck.checks import FunctionInfo
-from portcheck.extract import FileScan
+from portcheck.filescan import FileScan
 from portcheck.model import (
     AmdPath,
     Dependency,

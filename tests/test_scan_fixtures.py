@@ -163,13 +163,13 @@ def test_an_unchanged_tree_is_answered_without_scanning_a_file(tmp_path, monkeyp
     first = document(cache=True, jobs=1)
     assert first == document(cache=False, jobs=1)
 
-    from portcheck.extract import Extractor
+    from portcheck.filescan import FileScanner
 
     def no_scanning(*args, **kwargs):
         raise AssertionError("a file was scanned although nothing changed")
 
     with monkeypatch.context() as patched:
-        patched.setattr(Extractor, "scan_file", no_scanning)
+        patched.setattr(FileScanner, "scan", no_scanning)
         assert document(cache=True, jobs=1) == first
         # The same tree named another way is answered too, with the root as given.
         patched.chdir(tmp_path)
@@ -208,16 +208,17 @@ def test_a_rescan_reads_only_the_files_whose_stamp_changed(tmp_path, monkeypatch
         return doc
 
     first = document()
-    from portcheck import engine
+    from portcheck import cache, runner
 
     opened: list[str] = []
-    real_read = engine.read_candidate
+    real_read = cache.read_candidate
 
     def counting_read(candidate, **options):
         opened.append(candidate.relpath)
         return real_read(candidate, **options)
 
-    monkeypatch.setattr(engine, "read_candidate", counting_read)
+    monkeypatch.setattr(cache, "read_candidate", counting_read)
+    monkeypatch.setattr(runner, "read_candidate", counting_read)
     assert document() == first
     assert opened == []  # nothing changed: no file was even opened
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from portcheck.extract import Extractor
+from portcheck.filescan import FileScanner
 from portcheck.model import Language
 from portcheck.ruleset import default_rules
 from portcheck.translate import TranslateError, translate, translate_source
@@ -22,7 +22,7 @@ INPUTS = sorted(p for p in TRANSLATE_FIXTURES.iterdir() if p.suffix in (".cu", "
 
 def _translate_bytes(path):
     language = Language.CPP if path.suffix == ".cpp" else Language.CUDA
-    return translate_source(Extractor(default_rules()), path.name, language, path.read_bytes())
+    return translate_source(FileScanner(default_rules()), path.name, language, path.read_bytes())
 
 
 @pytest.mark.parametrize("source", INPUTS, ids=lambda p: p.name)
@@ -38,7 +38,7 @@ def test_golden(source, update_goldens):
 def test_translating_twice_changes_nothing(source):
     once = _translate_bytes(source)
     language = Language.CPP if source.suffix == ".cpp" else Language.CUDA
-    twice = translate_source(Extractor(default_rules()), source.name, language, once.text)
+    twice = translate_source(FileScanner(default_rules()), source.name, language, once.text)
     assert twice.text == once.text
     assert not twice.injected_include and twice.replacements == 0
 
@@ -166,7 +166,7 @@ def test_hipify_perl_engine_translates(tmp_path):
 
 def test_runtime_include_is_added_even_when_a_comment_mentions_it():
     source = b"// was: #include <hip/hip_runtime.h>\n__global__ void k(int* x) { x[0] = 1; }\n"
-    result = translate_source(Extractor(default_rules()), "k.cu", Language.CUDA, source)
+    result = translate_source(FileScanner(default_rules()), "k.cu", Language.CUDA, source)
     assert result.injected_include
     assert result.text.startswith(
         b"// was: #include <hip/hip_runtime.h>\n#include <hip/hip_runtime.h>\n"
@@ -202,7 +202,7 @@ def test_runtime_header_goes_before_other_hip_headers():
         b"#include <cooperative_groups.h>\n#include <cuda_runtime.h>\n"
         b"__global__ void k(int* x) { x[0] = 1; }\n"
     )
-    text = translate_source(Extractor(default_rules()), "k.cu", Language.CUDA, source).text
+    text = translate_source(FileScanner(default_rules()), "k.cu", Language.CUDA, source).text
     assert text.startswith(
         b"#include <hip/hip_runtime.h>\n#include <hip/hip_cooperative_groups.h>\n"
     )
@@ -214,7 +214,7 @@ def test_cuda_header_hip_does_not_need_is_commented_out_in_place():
         b'#include "cuda_runtime.h"\n#include "device_launch_parameters.h"\n'
         b"__global__ void k(int* x) { x[threadIdx.x] = 0; }\n"
     )
-    text = translate_source(Extractor(default_rules()), "k.cu", Language.CUDA, source).text
+    text = translate_source(FileScanner(default_rules()), "k.cu", Language.CUDA, source).text
     assert text.splitlines()[:2] == [
         b'#include "hip/hip_runtime.h"',
         b'// #include "device_launch_parameters.h"',

@@ -9,7 +9,7 @@ and strings are never uses. On top of the names:
 - CUDA code that Python builds or compiles is scanned as CUDA: the .cu sources a
   `CUDAExtension`/`cpp_extension.load` names are listed (they are scanned as files of
   the tree), and CuPy `RawKernel`/`RawModule` and `load_inline` source strings are run
-  through the CUDA extractor, with positions mapped back into the .py file;
+  through the CUDA file scanner, with positions mapped back into the .py file;
 - `numba.cuda` kernels are checked for 32-wide warp assumptions;
 - the Python hazards of rules/python/hazards.yaml are reported (PY001…).
 """
@@ -17,7 +17,7 @@ and strings are never uses. On top of the names:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
@@ -49,7 +49,10 @@ from portcheck.python import deps
 from portcheck.python.rules import PythonRules, normalise_package, python_rules
 
 if TYPE_CHECKING:
-    from portcheck.extract import Extractor, FileScan
+    from portcheck.filescan import FileScan
+
+    # Scans CUDA source (a kernel string handed to load_inline) as if it were a .cu file.
+    ScanCuda = Callable[[str, Language, bytes], FileScan]
 
 PYTHON_LANGUAGE = TSLanguage(tree_sitter_python.language())
 _parser: Parser | None = None
@@ -111,8 +114,11 @@ def _text(node: Node | None) -> str:
 class PythonScan:
     """The state of scanning one Python file or manifest."""
 
-    def __init__(self, extractor: Extractor, result: FileScan, data: bytes) -> None:
-        self.extractor = extractor
+    def __init__(
+        self, result: FileScan, data: bytes, ignore: frozenset[str], scan_cuda: ScanCuda
+    ) -> None:
+        self.ignore = ignore  # hazard slugs and ids not to report
+        self.scan_cuda = scan_cuda
         self.rules: PythonRules = python_rules()
         self.result = result
         self.path = result.path
@@ -135,7 +141,7 @@ class PythonScan:
     ) -> None:
         spec = self.rules.hazards[slug]
         span = self.lines.span(start, end)
-        if slug in self.extractor.ignore or spec.id in self.extractor.ignore:
+        if slug in self.ignore or spec.id in self.ignore:
             return
         if any(
             f.slug == slug and f.span.line == span.line and f.message == message
@@ -497,7 +503,7 @@ class PythonScan:
             return 0
         start, end = content
         source = self.data[start:end]
-        inner = self.extractor.scan_file(self.path, Language.CUDA, source)
+        inner = self.scan_cuda(self.path, Language.CUDA, source)
         line, column = self.lines.position(start)
         self._merge_cuda(inner, line - 1, column - 1, start)
         return source.count(b"\n") + 1
@@ -551,7 +557,7 @@ class PythonScan:
             elif node.type == "integer" and LANE_MASK.fullmatch(_text(node)):
                 slug = "lane-mask-width"
                 message = "a 32-bit lane mask; AMD wavefronts can have 64 lanes"
-            if slug is not None and slug not in self.extractor.ignore:
+            if slug is not None and slug not in self.ignore:
                 message = f"numba.cuda kernel: {message}"
                 ctx.report(node.start_byte, node.end_byte, message, slug=slug)
         self.result.findings.extend(ctx.findings)
@@ -654,9 +660,10 @@ def _normalise(path: str) -> str:
     return "/".join(parts)
 
 
-def scan_python(extractor: Extractor, result: FileScan, data: bytes) -> None:
-    """Fill `result` (a Python file or manifest) with what portcheck.python finds."""
-    scan = PythonScan(extractor, result, data)
+def scan_python(result: FileScan, data: bytes, ignore: frozenset[str], scan_cuda: ScanCuda) -> None:
+    """Fill `result` (a Python file or manifest) with what portcheck.python finds; CUDA
+    source embedded in it is scanned with `scan_cuda`."""
+    scan = PythonScan(result, data, ignore, scan_cuda)
     parser = deps.PARSERS.get(result.language)
     if parser is not None:
         scan.manifest(parser(data.decode("utf-8", "replace")))

@@ -26,7 +26,7 @@ from typing import BinaryIO
 
 from portcheck.checks import resolve_ignores
 from portcheck.discover import Candidate, discover, read_candidate
-from portcheck.extract import Extractor
+from portcheck.filescan import FileScanner
 from portcheck.model import Skipped
 from portcheck.paths import display_path
 from portcheck.ruleset import RuleSet, default_rules
@@ -311,7 +311,7 @@ def translate(
                 f"{needed} was not found on PATH or in $ROCM_PATH/bin; install ROCm's HIPIFY "
                 "(or put its bin/ on PATH), or use --engine builtin"
             )
-    extractor = Extractor(rules if rules is not None else default_rules(), resolve_ignores(()))
+    scanner = FileScanner(rules if rules is not None else default_rules(), resolve_ignores(()))
     report = TranslationReport(str(source), str(out_path or ""), engine)
     single_file = not source.is_dir()
     writer = None
@@ -346,7 +346,7 @@ def translate(
                 skipped = True
             elif raw is not None:
                 written_as = out_path.name if single_file and out_path else entry.relpath
-                result = _translate_file(extractor, entry.candidate, raw, engine, compare)
+                result = _translate_file(scanner, entry.candidate, raw, engine, compare)
                 if diff_only:
                     result.diff = _unified_diff(entry.relpath, raw, result.text)
                 elif writer is not None:
@@ -388,11 +388,11 @@ def _single_file(source: Path) -> Iterator[TreeFile | Skipped]:
 
 
 def _translate_file(
-    extractor: Extractor, candidate: Candidate, raw: bytes, engine: str, compare: str | None
+    scanner: FileScanner, candidate: Candidate, raw: bytes, engine: str, compare: str | None
 ) -> FileResult:
-    result = _translate_one(extractor, candidate, raw, engine)
+    result = _translate_one(scanner, candidate, raw, engine)
     if compare is not None:
-        other = _translate_one(extractor, candidate, raw, compare)
+        other = _translate_one(scanner, candidate, raw, compare)
         result.compared_with = compare
         result.disagreements = disagreements(result.text, other.text)
     return result
@@ -428,12 +428,12 @@ def disagreements(ours: bytes, theirs: bytes) -> list[tuple[int, str, str]]:
 
 
 def _translate_one(
-    extractor: Extractor, candidate: Candidate, raw: bytes, engine: str
+    scanner: FileScanner, candidate: Candidate, raw: bytes, engine: str
 ) -> FileResult:
     if engine == "builtin":
-        # The extractor hashes and prints the name: give it one that is always valid text.
+        # The scanner hashes and prints the name: give it one that is always valid text.
         translation: Translation = translate_source(
-            extractor, display_path(candidate.relpath), candidate.language, raw
+            scanner, display_path(candidate.relpath), candidate.language, raw
         )
         result = FileResult(
             path=candidate.relpath,

@@ -17,7 +17,8 @@ import re
 from dataclasses import dataclass, field
 
 from portcheck.checks.device import ARCH_COMPARISON
-from portcheck.extract import ASM_NAME, LAUNCH_NAME, Extractor, FileScan
+from portcheck.extract import ASM_NAME, LAUNCH_NAME
+from portcheck.filescan import FileScan, FileScanner
 from portcheck.model import Finding, Language, Status, Use
 
 HIP_RUNTIME_HEADER = "hip/hip_runtime.h"
@@ -274,13 +275,13 @@ def _inject_runtime_include(text: bytes) -> tuple[bytes, int]:
 
 
 def translate_source(
-    extractor: Extractor, path: str, language: Language, raw: bytes, add_markers: bool = True
+    scanner: FileScanner, path: str, language: Language, raw: bytes, add_markers: bool = True
 ) -> Translation:
     """Translate one file's bytes to HIP.
 
     Only the rewritten spans change: the encoding (a latin-1 file stays latin-1), a UTF-8
     byte-order mark, CRLF line endings and a missing final newline are all kept."""
-    scan = extractor.scan_file(path, language, raw)
+    scan = scanner.scan(path, language, raw)
     from portcheck.parse import decode_source
     from portcheck.parse.text import UTF8_BOM
 

@@ -1,0 +1,329 @@
+"""The per-file pipeline: read -> parse -> extract -> classify -> check, giving a FileScan.
+
+Owns: what one file contributes to a report (`FileScan`) and the one driver that makes it
+(`FileScanner.scan`). Each stage is one call here:
+- read: decode the bytes (UTF-8, else latin-1; the encoding is recorded);
+- parse: tree-sitter always; libclang as well where it pays (the front end is chosen per
+  file, see `_wants_clang`) — its resolved functions, device code and constants refine
+  tree-sitter's, and the file records which front end decided;
+- extract: `portcheck.extract.Extractor` finds the candidate CUDA names, includes,
+  launches, asm, kernels and functions in the tree;
+- classify: each candidate becomes a `Use` with its rule, family and device-ness, unless
+  scoping says it is the project's own name (a local `j0`, a declaration libclang resolved);
+- check: the registered hazards (`portcheck.checks`) run over the facts; findings that
+  need the whole project (constants defined elsewhere) wait as `pending`.
+Python files and manifests go to `portcheck.python.code`, build files to the checks only.
+The scanner is built once per scan and used in every worker process.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
+
+from portcheck.checks import Context, FunctionInfo, merged_ranges, run_checks
+from portcheck.discover import looks_like_cuda
+from portcheck.extract import C_LIBRARY_NAMES, CUDA_SHAPE, Extraction, Extractor, guess_family
+from portcheck.model import (
+    Dependency,
+    Extension,
+    Finding,
+    Kernel,
+    Language,
+    PyFinding,
+    PyUse,
+    Use,
+)
+from portcheck.parse import count_lines, decode_source, parse_cuda
+from portcheck.parse.text import LineIndex
+from portcheck.parse.treesitter import structure_captures
+from portcheck.preproc import EMPTY_FACTS, PreprocFacts, evaluate, preprocessor_facts
+from portcheck.project import Pending
+from portcheck.ruleset import RuleSet
+
+if TYPE_CHECKING:
+    from portcheck.parse.clang import ClangFacts
+
+
+@dataclass(slots=True)
+class FileScan:
+    """What one file contributes to a report."""
+
+    path: str
+    language: Language
+    lines: int
+    encoding: str
+    uses: list[Use] = field(default_factory=list)
+    kernels: list[Kernel] = field(default_factory=list)
+    definitions: set[str] = field(default_factory=set)  # CUDA-looking names it defines itself
+    parse_errors: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    functions: list[FunctionInfo] = field(default_factory=list)
+    # Python files and manifests (portcheck.python)
+    dependencies: list[Dependency] = field(default_factory=list)
+    py_uses: list[PyUse] = field(default_factory=list)
+    py_findings: list[PyFinding] = field(default_factory=list)
+    extensions: list[Extension] = field(default_factory=list)
+    # Facts answered with the whole project (portcheck.project): conditional branches,
+    # macros and constants, and findings that wait on them.
+    preproc: PreprocFacts = EMPTY_FACTS
+    pending: list[Pending] = field(default_factory=list)
+    front_end: str = "tree-sitter"
+    facts_only: bool = False  # no CUDA in it: not reported, its facts serve the others
+    # Project files libclang read for it (relpath, sha256): a change to one is a cache miss.
+    clang_inputs: tuple[tuple[str, str], ...] = ()
+
+
+class FileScanner:
+    """Scans files with one rule set and one configuration. Build once, call `scan` per
+    file.
+
+    `ignore`: hazard slugs not to check. `front_end`: "auto" (libclang where it pays),
+    "deep" (libclang on every source file) or "tree-sitter" (never). `root`: the scanned
+    folder, where libclang finds project headers (without it libclang is not used)."""
+
+    def __init__(
+        self,
+        rules: RuleSet,
+        ignore: frozenset[str] = frozenset(),
+        front_end: str = "auto",
+        root: str | None = None,
+    ) -> None:
+        self.rules = rules
+        self.ignore = ignore
+        self.front_end = front_end
+        self.root = root
+        self.extractor = Extractor(rules)
+
+    def prepare(self) -> None:
+        """Build the lookup tables and compile the queries now (before worker processes
+        fork, so they inherit them instead of each building its own)."""
+        self.extractor.prepare()
+
+    def scan(self, path: str, language: Language, raw: bytes) -> FileScan:
+        """One file's FileScan; `path` is relative to the scanned folder."""
+        data, encoding = decode_source(raw)  # read
+        result = FileScan(path, language, count_lines(data), encoding)
+        if language.is_python:
+            from portcheck.python.code import scan_python
+
+            scan_python(result, data, self.ignore, self.scan)
+        if not language.is_source:
+            # Build files, and setup.py among the Python files (nvcc flags, CUDAExtension).
+            if not language.is_python or PurePosixPath(path).name == "setup.py":
+                index = LineIndex(data)
+                ctx = Context(path, language, data, None, [], index.span, lambda offset: False)
+                result.findings.extend(run_checks(ctx, self.ignore))
+            return result
+        if not data.strip():
+            return result
+        result.preproc = preprocessor_facts(data)
+        if language is not Language.CUDA and not looks_like_cuda(data):
+            result.facts_only = True  # a header read for its macros and constants only
+            if self._constants_need_a_compiler(result.preproc):
+                self._clang(path, data, result)  # `sizeof(unsigned) * 8`: clang computes it
+            return result
+
+        # parse
+        tree = parse_cuda(data)
+        root = tree.root_node
+        index = LineIndex(data)
+        captures = structure_captures(root)
+        result.parse_errors = len(captures.get("error", ()))
+        device_ranges = self.extractor.device_ranges(captures)
+        possible_device = self.extractor.possible_device_ranges(captures)
+        clang = None
+        if self._wants_clang(data, device_ranges, possible_device):
+            clang = self._clang(path, data, result)
+        own_references: set[int] = set()
+        if clang is not None:
+            device_ranges, possible_device = _merge_device_code(
+                device_ranges, possible_device, clang.device_ranges, clang.functions
+            )
+            own_references = clang.own_references
+
+        def in_device(offset: int) -> bool:
+            i = bisect.bisect_right(device_ranges, (offset, 1 << 62)) - 1
+            return i >= 0 and offset < device_ranges[i][1]
+
+        def may_be_device(offset: int) -> bool:
+            return in_device(offset) or any(s <= offset < e for s, e, _ in possible_device)
+
+        # extract
+        found = self.extractor.extract(data, root, captures, may_be_device)
+        result.definitions = found.definitions
+        result.kernels = [Kernel(name, path, index.span(s, e)) for name, s, e in found.kernels]
+        result.functions = found.functions
+        if clang is not None:
+            result.functions = _merge_functions(result.functions, clang.functions)
+
+        # classify
+        result.uses = _classify(found, own_references, path, index, in_device)
+
+        # check
+        ctx = Context(
+            path,
+            language,
+            data,
+            root,
+            result.uses,
+            index.span,
+            in_device,
+            result.functions,
+            device_ranges,
+            possible_device_ranges=possible_device,
+            preproc=result.preproc,
+        )
+        result.findings = run_checks(ctx, self.ignore)
+        result.pending = ctx.pending
+        return result
+
+    # -- the front end chosen per file ------------------------------------------------
+
+    def _wants_clang(
+        self,
+        data: bytes,
+        device_ranges: list[tuple[int, int]],
+        possible_device: list[tuple[int, int, tuple[str, ...]]],
+    ) -> bool:
+        """libclang where it pays (in the default mode): functors handed to template kernels
+        (the call graph), and header constants only a compiler can compute (see
+        _constants_need_a_compiler). Measured, it did not pay for files whose device code
+        the grammar parsed with errors (cuda-samples, ggml, DeepSpeed, bitsandbytes, AMReX:
+        the same findings with and without it, for 0.9 s more CPU on cuda-samples), nor for
+        device code behind a project macro (the lexical project facts see those): `--deep`
+        runs it there too."""
+        if self.front_end == "tree-sitter" or self.root is None:
+            return False
+        if self.front_end == "deep":
+            return True
+        has_device_code = bool(device_ranges or possible_device)
+        return has_device_code and b"operator()" in data and b"template" in data
+
+    def _may_be_cuda_name(self, name: str) -> bool:
+        """Could the extractor take `name` for a CUDA use (a name the rules know, or one
+        shaped like CUDA's)? Only those are worth asking libclang what they refer to."""
+        return self.rules.lookup(name) is not None or CUDA_SHAPE.fullmatch(name) is not None
+
+    def _constants_need_a_compiler(self, facts: PreprocFacts) -> bool:
+        if self.front_end == "tree-sitter" or self.root is None:
+            return False
+        # Only what the type system decides: `sizeof(unsigned) * 8`,
+        # `std::numeric_limits<unsigned>::digits`. Other expressions the project evaluator
+        # reads, or they depend on something no compiler here would know either.
+        return any(
+            ("sizeof" in c.expr or "::" in c.expr)
+            and evaluate(c.expr, lambda name: None, in_if=False) is None
+            for c in facts.constants
+        )
+
+    def _clang(self, path: str, data: bytes, result: FileScan) -> ClangFacts | None:
+        """libclang's facts of this file (None when it cannot read it: tree-sitter's stand)."""
+        from portcheck.parse import clang
+
+        if not clang.available() or self.root is None:
+            return None
+        root = self.root
+        facts = clang.analyze(
+            os.path.join(root, path),
+            data,
+            clang.include_dirs_for(root, path),
+            interesting=self._may_be_cuda_name,
+        )
+        if not facts.ok:
+            return None
+        result.front_end = "libclang"
+        dependencies = []
+        for header in facts.headers:
+            relative = os.path.relpath(header, root)
+            if relative.startswith(".."):
+                continue
+            try:
+                with open(header, "rb") as handle:
+                    dependencies.append((relative, hashlib.sha256(handle.read()).hexdigest()))
+            except OSError:
+                continue
+        result.clang_inputs = tuple(sorted(dependencies))
+        if facts.constants:  # values clang computed replace what the lexical reader saw
+            computed = {c.offset: c for c in facts.constants}
+            lexical = [
+                c._replace(expr=computed.pop(c.offset).expr) if c.offset in computed else c
+                for c in result.preproc.constants
+            ]
+            lexical += computed.values()
+            result.preproc = result.preproc._replace(constants=tuple(lexical))
+        return facts
+
+
+def _classify(
+    found: Extraction,
+    own_references: set[int],
+    path: str,
+    index: LineIndex,
+    in_device: Callable[[int], bool],
+) -> list[Use]:
+    """The extracted names that are CUDA uses, each with its rule, family, exact span and
+    whether it sits in device code, in file order."""
+    variables = found.variables
+    uses: list[Use] = []
+    for name, kind, rule, start, end in found.names:
+        # Scoping: a name the file declares as a variable or parameter (`float j0, y1;`) is
+        # that variable wherever it is not called, not the CUDA function of that name.
+        shadowed = name in variables and kind != "function"
+        if shadowed and rule is not None and rule.kind == "function":
+            continue
+        if start in own_references:
+            continue  # libclang: this name is a declaration of the project's own
+        device = in_device(start)
+        if name in C_LIBRARY_NAMES and not device:
+            continue  # `printf` in host code is C's
+        family = rule.family if rule else guess_family(name)
+        kind = rule.kind if rule else kind
+        uses.append(Use(name, kind, family, path, index.span(start, end), device, rule))
+    uses.sort(key=lambda u: (u.span.start_byte, u.name))
+    return uses
+
+
+def _merge_device_code(
+    device: list[tuple[int, int]],
+    possible: list[tuple[int, int, tuple[str, ...]]],
+    clang_device: list[tuple[int, int]],
+    clang_functions: list[FunctionInfo],
+) -> tuple[list[tuple[int, int]], list[tuple[int, int, tuple[str, ...]]]]:
+    """tree-sitter's device code refined by libclang's: a function clang resolved (its
+    macros expanded) is device code or host code for certain."""
+    resolved = [(f.start, f.end, f.is_device) for f in clang_functions]
+
+    def decided(start: int, end: int) -> bool | None:
+        for s, e, is_device in resolved:
+            if s <= start < e or start <= s < end:  # the same definition, however bounded
+                return is_device
+        return None
+
+    still_possible = []
+    for start, end, macros in possible:
+        if decided(start, end) is None:
+            still_possible.append((start, end, macros))
+    return merged_ranges([*device, *clang_device]), still_possible
+
+
+def _merge_functions(
+    tree_sitter: list[FunctionInfo], clang: list[FunctionInfo]
+) -> list[FunctionInfo]:
+    """tree-sitter's functions with the calls and execution spaces libclang resolved."""
+    by_name: dict[str, list[FunctionInfo]] = {}
+    for info in clang:
+        by_name.setdefault(info.name, []).append(info)
+    for info in tree_sitter:
+        for match in by_name.get(info.name, ()):
+            if match.start <= info.start < match.end or info.start <= match.start < info.end:
+                info.calls |= match.calls
+                info.is_device = info.is_device or match.is_device
+                info.is_kernel = info.is_kernel or match.is_kernel
+                break
+    return tree_sitter

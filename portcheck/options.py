@@ -1,0 +1,99 @@
+"""What a scan is configured by, as one value checked once.
+
+Owns: `ScanOptions` (targets, excludes, ignored hazards, jobs, cache, front end, file size
+and time limits) and `ScanError`, the one-line message for a setting that cannot be used.
+Everything downstream (the per-file scanner, the runner, the cache keys) reads the options
+from here instead of taking loose keyword lists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from portcheck.checks import resolve_ignores
+from portcheck.discover import MAX_FILE_BYTES, BadPattern, check_excludes
+from portcheck.model import TARGETS, Target
+
+FRONT_ENDS = ("auto", "deep", "tree-sitter")
+DEFAULT_FILE_TIMEOUT = 60.0
+
+
+class ScanError(Exception):
+    """The scan cannot start (missing path, bad option). The message is for the user."""
+
+
+def parse_targets(targets: str | Sequence[str] | None) -> tuple[Target, ...]:
+    """`"hip,zluda"` or `["hip"]` -> targets; raises ScanError naming a bad one."""
+    if targets is None:
+        return TARGETS
+    names = targets.split(",") if isinstance(targets, str) else list(targets)
+    chosen: list[Target] = []
+    for name in (n.strip().lower() for n in names):
+        if not name:
+            continue
+        try:
+            target = Target(name)
+        except ValueError:
+            valid = ", ".join(t.value for t in TARGETS)
+            raise ScanError(f"unknown target {name!r} (choose from {valid})") from None
+        if target not in chosen:
+            chosen.append(target)
+    if not chosen:
+        raise ScanError("no target given")
+    return tuple(chosen)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanOptions:
+    """A scan's settings, validated. Build it with `ScanOptions.of(...)` from what a user
+    typed (names, globs, ids), or directly from values already checked.
+
+    `front_end`: "auto" runs libclang where it pays, "deep" on every source file,
+    "tree-sitter" never. `file_timeout`: seconds per file (None: no limit); a file over it
+    is skipped with the reason "timeout"."""
+
+    targets: tuple[Target, ...] = TARGETS
+    exclude: tuple[str, ...] = ()
+    ignore: frozenset[str] = frozenset()  # hazard slugs not to check
+    jobs: int | None = None  # worker processes; None: one per CPU
+    cache: bool = True
+    front_end: str = "auto"
+    max_file_bytes: int = MAX_FILE_BYTES
+    file_timeout: float | None = DEFAULT_FILE_TIMEOUT
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        targets: str | Sequence[str] | None = None,
+        exclude: Sequence[str] = (),
+        ignore: Sequence[str] = (),
+        jobs: int | None = None,
+        cache: bool = True,
+        front_end: str = "auto",
+        max_file_bytes: int = MAX_FILE_BYTES,
+        file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
+    ) -> ScanOptions:
+        """Options from user input; raises ScanError with one line naming what is wrong."""
+        try:
+            ignored = resolve_ignores(ignore)
+        except ValueError as exc:
+            raise ScanError(str(exc)) from None
+        try:
+            check_excludes(exclude)
+        except BadPattern as exc:
+            raise ScanError(str(exc)) from None
+        if front_end not in FRONT_ENDS:
+            choices = ", ".join(FRONT_ENDS)
+            raise ScanError(f"unknown front end {front_end!r} (choose from {choices})")
+        return cls(
+            targets=parse_targets(targets),
+            exclude=tuple(exclude),
+            ignore=ignored,
+            jobs=jobs,
+            cache=cache,
+            front_end=front_end,
+            max_file_bytes=max_file_bytes,
+            file_timeout=file_timeout or None,
+        )
