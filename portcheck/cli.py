@@ -23,10 +23,13 @@ from portcheck.paths import display_path
 from portcheck.report import FORMATS, NOTHING_TO_SCORE, formatter, nothing_to_score
 from portcheck.resources import cache_problem, write_atomically
 from portcheck.ruleset import RuleError
-from portcheck.scan import ProgressCallback, ScanError, parse_targets, scan
+from portcheck.scan import ProgressCallback, ScanError, ScanOptions, parse_targets, scan_files
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from portcheck.compile import CompileReport
+    from portcheck.filescan import FileScan
     from portcheck.translate import TranslationReport
 
 # Each command imports what only it needs (compile, translate, the formatters) when it
@@ -281,19 +284,23 @@ def scan_command(
         )
         jobs = cpus
 
-    progress, stop_progress = _progress_bar()
     try:
-        report = scan(
-            path,
+        options = ScanOptions.of(
             targets=chosen,
             exclude=exclude,
             ignore=ignore,
             jobs=jobs,
             cache=not no_cache,
-            progress=progress,
             front_end=front_end or ("deep" if deep else "auto"),
-            file_timeout=file_timeout or None,
+            file_timeout=file_timeout,
         )
+    except ScanError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    progress, stop_progress = _progress_bar()
+    try:
+        # With --compile the per-file scans are kept: the translation reuses them.
+        report, files = scan_files(path, options, progress=progress, keep_files=do_compile)
     except (ScanError, RuleError) as exc:
         stop_progress()
         if _debug():
@@ -301,8 +308,6 @@ def scan_command(
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
     stop_progress()
-    if do_compile != bool(offload_arch):
-        raise click.UsageError("--compile and --offload-arch go together")
     compiled = None
     problem = cache_problem()
     if problem is not None and not no_cache:
@@ -310,7 +315,13 @@ def scan_command(
     if do_compile:
         assert offload_arch is not None
         compiled = _run_compile(
-            path, offload_arch, exclude, jobs=jobs, cache=not no_cache, **compile_inputs
+            path,
+            offload_arch,
+            exclude,
+            jobs=jobs,
+            cache=not no_cache,
+            scans=files,
+            **compile_inputs,
         )
         report = dataclasses.replace(
             report,
@@ -528,6 +539,7 @@ def _run_compile(
     defines: tuple[str, ...] = (),
     include: tuple[str, ...] = (),
     timeout: float = DEFAULT_COMPILE_TIMEOUT,
+    scans: Mapping[str, FileScan] | None = None,
 ) -> CompileReport:
     from portcheck.compile import CompileError, NoToolchainError, available_cpus, compile_tree
 
@@ -553,6 +565,7 @@ def _run_compile(
                 exclude=exclude,
                 engine=engine,
                 progress=progress,
+                scans=scans,
             )
     except CompileError as exc:
         stop_progress()

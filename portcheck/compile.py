@@ -28,14 +28,14 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 from portcheck.discover import discover, read_candidate
 from portcheck.extract import CUDA_HEADER_SHAPE
-from portcheck.filescan import FileScanner
+from portcheck.filescan import FileScan, FileScanner
 from portcheck.model import Finding, Skipped
 from portcheck.resources import cache_dir, data_dir, write_bytes_atomically
 from portcheck.ruleset import default_rules, load_yaml
@@ -1144,9 +1144,11 @@ def _translate_tree(
     engine: str,
     exclude: Sequence[str],
     report: CompileReport,
+    scans: Mapping[str, FileScan],
 ) -> tuple[list[_Unit], dict[str, list[Finding]], list[str]]:
     """Translate every CUDA source under `root` into `out` (plain C/C++ files are copied so
-    that includes resolve); returns the units, their hazard findings and every file name."""
+    that includes resolve); returns the units, their hazard findings and every file name.
+    A file in `scans` (a scan's results, by relative path) is not scanned again."""
     scanner = FileScanner(default_rules())
     units: list[_Unit] = []
     findings_by_path: dict[str, list[Finding]] = {}
@@ -1170,14 +1172,17 @@ def _translate_tree(
             continue
         translation: Translation | None = None
         if engine == "builtin":
-            translation = translate_source(scanner, item.relpath, item.language, raw)
+            translation = translate_source(
+                scanner, item.relpath, item.language, raw, scan=scans.get(item.relpath)
+            )
             text = translation.text
             findings_by_path[item.relpath] = translation.findings
         elif engine == "none":
             text = raw
         else:
             # Hazards come from the CUDA source, whichever engine translates it.
-            findings_by_path[item.relpath] = scanner.scan(item.relpath, item.language, raw).findings
+            scanned = scans.get(item.relpath) or scanner.scan(item.relpath, item.language, raw)
+            findings_by_path[item.relpath] = scanned.findings
             try:
                 text = run_hipify(engine, item.path)
             except EngineError:
@@ -1219,6 +1224,7 @@ def compile_tree(
     engine: str = "builtin",
     hipcc: str | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    scans: Mapping[str, FileScan] | None = None,
 ) -> CompileReport:
     """Translate the CUDA under `path` (in a scratch tree) and compile every translation
     unit (.cu, and .cpp/.c files that use CUDA, except those another file #includes) for
@@ -1229,7 +1235,8 @@ def compile_tree(
     -std=c++17; `include_dirs` are searched too. Each hipcc run gets `timeout` seconds.
     `engine` picks the translation: "builtin", "hipify-perl", "hipify-clang", or "none"
     for sources that are HIP already. An interrupt (KeyboardInterrupt) kills every
-    running hipcc with its children before it propagates."""
+    running hipcc with its children before it propagates. `scans`: the files' FileScans
+    from a scan of the same tree (by relative path), so `scan --compile` scans each once."""
     if engine not in (*ENGINES, "none"):
         raise CompileError(f"unknown engine {engine!r}")
     if engine not in ("builtin", "none") and find_tool(engine) is None:
@@ -1248,7 +1255,9 @@ def compile_tree(
     databases = _databases(inputs, base, report, search=root.is_dir())
     with tempfile.TemporaryDirectory(prefix="portcheck-compile-") as scratch:
         out = Path(scratch)
-        units, findings_by_path, names = _translate_tree(root, out, engine, exclude, report)
+        units, findings_by_path, names = _translate_tree(
+            root, out, engine, exclude, report, scans or {}
+        )
         extra_dirs = [*map(Path, include_dirs), *project_include_dirs(base)]
         for unit in units:
             unit.flags = databases.get(unit.source)

@@ -191,3 +191,45 @@ def test_external_engine_output_lines_map_back_to_the_cuda_source():
         'asm("mov.u32 %0, %%laneid;");',
     ]
     assert _align_lines(translated, original) == {1: 1, 2: 1, 3: 2, 4: 3}
+
+
+def test_scan_compile_scans_each_file_once(tmp_path, monkeypatch):
+    """`scan --compile` translates from the scan's own results instead of scanning the
+    tree a second time; the hazard that breaks the build is still named on its CUDA line."""
+    from click.testing import CliRunner
+
+    from portcheck.cli import main
+    from portcheck.filescan import FileScanner
+
+    shutil.copy(COMPILE_FIXTURES / "inline_ptx.cu", tmp_path)
+    shutil.copy(COMPILE_FIXTURES / "saxpy.cu", tmp_path)
+    scanned: list[str] = []
+    real_scan = FileScanner.scan
+
+    def counting_scan(self, path, language, raw):
+        scanned.append(path)
+        return real_scan(self, path, language, raw)
+
+    monkeypatch.setattr(FileScanner, "scan", counting_scan)
+    result = CliRunner().invoke(
+        main,
+        [
+            "scan",
+            str(tmp_path),
+            "--compile",
+            "--offload-arch",
+            "gfx90a",
+            "--format",
+            "json",
+            "--no-cache",
+            "-j",
+            "1",
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    assert sorted(scanned) == ["inline_ptx.cu", "saxpy.cu"]
+    doc = json.loads(result.stdout)
+    failed = [r for r in doc["compile"] if not r["ok"]]
+    assert [r["path"] for r in failed] == ["inline_ptx.cu"]
+    assert failed[0]["class"] == "port-problem"
+    assert failed[0]["findings"], "the inline-PTX finding explains the failure"

@@ -275,13 +275,20 @@ def _inject_runtime_include(text: bytes) -> tuple[bytes, int]:
 
 
 def translate_source(
-    scanner: FileScanner, path: str, language: Language, raw: bytes, add_markers: bool = True
+    scanner: FileScanner,
+    path: str,
+    language: Language,
+    raw: bytes,
+    add_markers: bool = True,
+    scan: FileScan | None = None,
 ) -> Translation:
-    """Translate one file's bytes to HIP.
+    """Translate one file's bytes to HIP (`scan`: these bytes' FileScan when a scan has
+    made it already).
 
     Only the rewritten spans change: the encoding (a latin-1 file stays latin-1), a UTF-8
     byte-order mark, CRLF line endings and a missing final newline are all kept."""
-    scan = scanner.scan(path, language, raw)
+    if scan is None:
+        scan = scanner.scan(path, language, raw)
     from portcheck.parse import decode_source
     from portcheck.parse.text import UTF8_BOM
 
