@@ -37,7 +37,7 @@ from portcheck.discover import discover, read_candidate
 from portcheck.extract import CUDA_HEADER_SHAPE
 from portcheck.filescan import FileScan, FileScanner
 from portcheck.model import Finding, Skipped
-from portcheck.resources import cache_dir, data_dir, write_bytes_atomically
+from portcheck.resources import cache_dir, data_dir, write_atomically
 from portcheck.ruleset import default_rules, load_yaml
 from portcheck.translate.builtin import Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
@@ -825,7 +825,9 @@ def _cache_lookup(key: str, inputs: _Inputs) -> CompileResult | None:
 def _cache_store(key: str, dependencies: list[list[str]], result: CompileResult) -> None:
     entry = {"format": CACHE_FORMAT, "key": key, "inputs": dependencies, "result": result.to_dict()}
     with contextlib.suppress(OSError):  # a read-only cache only costs a rebuild
-        write_bytes_atomically(_cache_dir() / f"{key}.json", json.dumps(entry).encode())
+        write_atomically(
+            _cache_dir() / f"{key}.json", json.dumps(entry).encode(), make_parents=True
+        )
 
 
 # -- classifying failures -----------------------------------------------------------------

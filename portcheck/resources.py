@@ -12,7 +12,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -108,16 +108,24 @@ def write_atomically(
         with open(target, "wb") as fh:  # a device or pipe: write through it, never replace it
             _write_content(fh, content)
         return
-    folder = target.parent
     if make_parents:
-        folder.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
+    mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
+    replace_file(target, lambda fh: _write_content(fh, content), mode)
+
+
+def replace_file(target: Path, fill: Callable[[BinaryIO], object], mode: int) -> None:
+    """Make `target` a regular file holding what `fill` writes, with permission bits `mode`,
+    atomically: a temporary file in the same folder, then os.replace (a link or file at
+    `target` is replaced, never written through). The temporary file is removed if anything
+    fails. Callers decide what `target` may be (write_atomically, the translator's output)."""
     import tempfile  # not at import: a cached scan that writes nothing should not pay for it
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    # The name is cut short so that one near the 255-byte limit leaves room for the rest.
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name[:48]}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
-            _write_content(fh, content)
-        mode = stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask()
+            fill(fh)
         os.chmod(tmp, mode)  # mkstemp creates 0600
         os.replace(tmp, target)
     except BaseException:
@@ -146,9 +154,3 @@ def _umask() -> int:
 
 
 _UMASK: int | None = None
-
-
-def write_bytes_atomically(path: Path, data: bytes) -> None:
-    """A cache file written with `write_atomically` (its folder created). Kept for the
-    callers not yet switched (compile.py)."""
-    write_atomically(path, data, make_parents=True)

@@ -17,7 +17,6 @@ import re
 import secrets
 import shutil
 import stat
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from portcheck.discover import Candidate, discover, read_candidate
 from portcheck.filescan import FileScanner
 from portcheck.model import Skipped
 from portcheck.paths import display_path
+from portcheck.resources import replace_file
 from portcheck.ruleset import RuleSet, default_rules
 from portcheck.translate.builtin import Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
@@ -195,18 +195,7 @@ class _SafeWriter:
     ) -> Path:
         destination = self.destination(relpath)
         with _os_errors(destination):
-            fd, tmp = tempfile.mkstemp(
-                prefix=_temporary_prefix(destination), dir=destination.parent
-            )
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fill(fh)
-                if mode is not None:
-                    os.chmod(tmp, mode & 0o777)
-                os.replace(tmp, destination)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            replace_file(destination, fill, 0o600 if mode is None else mode & 0o777)
         return destination
 
     def link(self, relpath: str, target: str) -> Path:
