@@ -23,11 +23,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/portcheck scan examples/heatflow
 
-test: $(STAMP) toolchain
+# Lint and types first: CI (.ci/run) runs this target, so they gate every change.
+test: $(STAMP) toolchain lint
 	HIP_PLATFORM=amd $(PY) -m pytest -q
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check portcheck tests tools
+	$(VENV)/bin/ruff format --check portcheck
 	$(VENV)/bin/mypy
 
 # Real trees to time as well, e.g. make bench BENCH_TREES=/path/to/cuda-samples

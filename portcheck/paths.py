@@ -15,7 +15,8 @@ def display_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> s
     try:
         raw = os.fsencode(path)
     except UnicodeEncodeError:  # a str with surrogates no file system produced
-        raw = os.fspath(path).encode("utf-8", "surrogatepass")  # type: ignore[union-attr]
+        text = os.fspath(path)
+        raw = text.encode("utf-8", "surrogatepass")  # type: ignore[union-attr]  # only str fails
     text = raw.decode("utf-8", "surrogateescape")
     if text.isprintable():
         return text  # the common case, at C speed

@@ -359,7 +359,9 @@ class RuleTable(Mapping[str, ApiRule]):
         self._built: dict[str, ApiRule] = {}
         self._verdicts: dict[tuple[str | None, ...], Verdicts] = {}
 
-    def get(self, name: str, default: ApiRule | None = None) -> ApiRule | None:  # type: ignore[override]
+    def get(  # type: ignore[override]  # Mapping.get's overloads; this is a rule or None
+        self, name: str, default: ApiRule | None = None
+    ) -> ApiRule | None:
         rule = self._built.get(name)
         if rule is None:
             start = self._index.get(name)

@@ -99,7 +99,10 @@ def _parse(data: bytes) -> Node:
 def _walk(root: Node) -> Iterator[Node]:
     cursor = root.walk()
     while True:
-        yield cursor.node  # type: ignore[misc]
+        node = cursor.node
+        if node is None:  # typed Optional; a cursor made from a node always points at one
+            return
+        yield node
         if cursor.goto_first_child():
             continue
         while not cursor.goto_next_sibling():

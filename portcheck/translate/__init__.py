@@ -128,9 +128,10 @@ def _os_errors(path: Path, *, name_from_error: bool = False) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
+        shown: str | bytes | Path = path
         if name_from_error and isinstance(exc.filename, (str, bytes)):
-            path = exc.filename  # type: ignore[assignment]
-        raise TranslateError(f"cannot write {display_path(path)}: {exc.strerror or exc}") from None
+            shown = exc.filename
+        raise TranslateError(f"cannot write {display_path(shown)}: {exc.strerror or exc}") from None
 
 
 def _temporary_prefix(destination: Path) -> str:
