@@ -188,9 +188,8 @@ def main(debug: bool) -> None:
 )
 @click.option(
     "--targets",
-    default="hip,zluda,scale",
-    show_default=True,
-    help="Routes to score, comma-separated: hip, zluda, scale.",
+    help="Routes to score, comma-separated: hip, zluda, scale (default: all, or the "
+    "project's `targets` setting).",
 )
 @click.option(
     "--fail-under",
@@ -256,7 +255,7 @@ def scan_command(
     path: Path,
     fmt: str,
     output: Path | None,
-    targets: str,
+    targets: str | None,
     fail_under: int | None,
     jobs: int | None,
     no_cache: bool,
@@ -273,7 +272,7 @@ def scan_command(
     """Scan PATH (a CUDA file or a source tree) and report its portability.
     With --compile, exit 1 also when a unit fails to compile for a reason in the code."""
     try:
-        chosen = parse_targets(targets)
+        chosen = parse_targets(targets) if targets is not None else None
     except ScanError as exc:
         raise click.BadParameter(str(exc), param_hint="--targets") from None
     if do_compile != bool(offload_arch):
@@ -285,7 +284,8 @@ def scan_command(
         jobs = cpus
 
     try:
-        options = ScanOptions.of(
+        options = ScanOptions.for_project(
+            path,
             targets=chosen,
             exclude=exclude,
             ignore=ignore,

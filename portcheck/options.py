@@ -8,10 +8,13 @@ from here instead of taking loose keyword lists.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from portcheck.checks import resolve_ignores
+from portcheck.config import ConfigError, load_project_config
 from portcheck.discover import MAX_FILE_BYTES, BadPattern, check_excludes
 from portcheck.model import TARGETS, Target
 
@@ -97,3 +100,33 @@ class ScanOptions:
             max_file_bytes=max_file_bytes,
             file_timeout=file_timeout or None,
         )
+
+    @classmethod
+    def for_project(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        targets: str | Sequence[str] | None = None,
+        exclude: Sequence[str] = (),
+        ignore: Sequence[str] = (),
+        **settings: Any,
+    ) -> ScanOptions:
+        """Options for scanning the project at `path`: what the caller gives, over the
+        project's own defaults (`.portcheck.toml` or `[tool.portcheck]`, see
+        portcheck.config), over portcheck's. Excludes and ignores add up; targets given
+        replace the project's. Raises ScanError naming a bad setting and where it is."""
+        try:
+            config = load_project_config(path)
+        except ConfigError as exc:
+            raise ScanError(str(exc)) from None
+        try:
+            return cls.of(
+                targets=targets if targets is not None else config.targets,
+                exclude=(*config.exclude, *exclude),
+                ignore=(*config.ignore, *ignore),
+                **settings,
+            )
+        except ScanError as exc:
+            if config.source and (config.exclude or config.ignore or config.targets):
+                raise ScanError(f"{exc} (settings from {config.source} included)") from None
+            raise

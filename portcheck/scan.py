@@ -88,7 +88,8 @@ def scan(
     >>> report.scores["hip"], len(report.uses)        # doctest: +SKIP
     """
     if options is None:
-        options = ScanOptions.of(
+        options = ScanOptions.for_project(
+            path,
             targets=targets,
             exclude=exclude,
             ignore=ignore,
