@@ -40,7 +40,8 @@ def test_project_settings_choose_targets_excludes_and_ignores(project):
 
 def test_the_command_line_wins_and_adds_up(project):
     (project / "pyproject.toml").write_text(
-        '[project]\nname = "solver"\n\n[tool.portcheck]\ntargets = "hip"\nexclude = ["third_party/"]\n'
+        '[project]\nname = "solver"\n\n'
+        '[tool.portcheck]\ntargets = "hip"\nexclude = ["third_party/"]\n'
     )
     run, doc = _scan(project, "--targets", "hip,scale", "--exclude", "src/")
     assert run.returncode == 0, run.stderr
