@@ -10,8 +10,9 @@ line wins over it; it wins over portcheck's defaults. Keys:
     exclude = ["third_party/"]   # added to --exclude
     ignore = ["PC005"]           # added to --ignore
 
-A key it does not know, a value of the wrong type or TOML that does not parse is an error
-naming the file and the key (the user meant something by it). Only the scanned folder's
+A key it does not know, a value of the wrong type, or a `.portcheck.toml` that does not parse
+is an error naming the file and the key (the user meant something by it); a pyproject.toml
+that does not parse has no settings here (the scan reports it as a broken manifest). Only the scanned folder's
 own files are read: a single file given as PATH has no project defaults.
 """
 
@@ -54,7 +55,12 @@ def load_project_config(path: str | os.PathLike[str]) -> ProjectConfig:
         return _check(_read(own), CONFIG_FILE)
     pyproject = folder / PYPROJECT
     if _regular_file(pyproject):
-        document = _read(pyproject)
+        try:
+            document = _read(pyproject)
+        except ConfigError:
+            # A broken pyproject.toml is the project's problem, not a portcheck setting: the
+            # scan reads it as a manifest and says what is wrong with it there.
+            return ProjectConfig()
         tool = document.get("tool", {})
         table = tool.get("portcheck") if isinstance(tool, dict) else None
         if table is None:
