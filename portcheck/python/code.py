@@ -11,7 +11,7 @@ and strings are never uses. On top of the names:
   the tree), and CuPy `RawKernel`/`RawModule` and `load_inline` source strings are run
   through the CUDA file scanner, with positions mapped back into the .py file;
 - `numba.cuda` kernels are checked for 32-wide warp assumptions;
-- the Python hazards of rules/python/hazards.yaml are reported (PY001…).
+- the Python hazards of rules/hazards.yaml are reported (PY001…).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from tree_sitter import Node, Parser
 from portcheck.checks import (
     Context,
     FunctionInfo,
+    catalogue,
     line_fingerprint,
     suppressed,
     suppressions_in,
@@ -142,7 +143,7 @@ class PythonScan:
         fix: str = "",
         targets: RouteVerdicts | None = None,
     ) -> None:
-        spec = self.rules.hazards[slug]
+        spec = catalogue()[slug]
         span = self.lines.span(start, end)
         if slug in self.ignore or spec.id in self.ignore:
             return
@@ -159,7 +160,7 @@ class PythonScan:
                 path=self.path,
                 span=span,
                 message=message,
-                targets=targets or spec.targets,
+                targets=targets or spec.python_targets,
                 help_url=spec.help_url,
                 fix=fix or spec.fix,
                 fingerprint=line_fingerprint(slug, self.path, self.data, start),
