@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 import portcheck
-from portcheck.checks import REGISTRY, catalogue, hazards_of
+from portcheck.checks import catalogue, hazard, hazards_of, registered_checks
 from portcheck.checks.docs import render_hazard_doc, render_index
 from portcheck.checks.spec import CatalogueError, parse_catalogue
 from portcheck.model import Language
@@ -64,9 +64,17 @@ def test_every_catalogued_hazard_has_a_fixture_that_fires_it():
 
 
 def test_catalogue_and_registered_checks_are_the_same_set():
-    from portcheck.checks import apis, build, device, warp  # noqa: F401  (register the checks)
+    over_cuda, over_python = registered_checks(Language.CUDA), registered_checks(Language.PYTHON)
+    assert set(over_cuda) | set(over_python) == set(catalogue())
+    # Each hazard is checked in the code it is about; a CUDA hazard may also have a check
+    # over Python code (warp arithmetic in numba.cuda kernels), never the other way round.
+    assert set(over_cuda) == set(hazards_of(Language.CUDA))
+    assert set(hazards_of(Language.PYTHON)) <= set(over_python)
 
-    assert set(REGISTRY) == set(hazards_of(Language.CUDA))
+
+def test_a_second_check_for_the_same_hazard_and_language_is_refused():
+    with pytest.raises(ValueError, match="two python checks registered for 'nvidia-smi'"):
+        hazard("nvidia-smi", language=Language.PYTHON)(lambda ctx: None)
 
 
 def test_required_slugs_and_stable_ids():

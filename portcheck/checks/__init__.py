@@ -1,20 +1,22 @@
-"""Hazard checks: the problems renaming cannot fix.
+"""Hazard checks: the problems renaming cannot fix, in CUDA and in Python code.
 
 Owns the registry of checks and the context a CUDA check reports through; the catalogue
 they report against (rules/hazards.yaml) is portcheck.checks.spec. One hazard = one small
-function registered with `@hazard("slug")` that calls `ctx.report(start, end, ...)`; the
-framework fills in the id, severity, per-target verdict, help link and fix hint from the
-catalogue, and applies inline suppressions (`// portcheck: ignore[slug]`).
+function registered with `@hazard("slug")` (or `@hazard("slug", language=Language.PYTHON)`
+for a check over Python code) that calls `ctx.report(start, end, ...)`; the framework fills
+in the id, severity, per-route verdict, help link and fix hint from the catalogue, and
+applies inline suppressions (`// portcheck: ignore[slug]`, `# portcheck: ignore[slug]`).
 """
 
 from __future__ import annotations
 
 import bisect
 import hashlib
+import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 # The catalogue, re-exported: checks, the pipeline and the formatters import it from here.
 from portcheck.checks.spec import HazardSpec, catalogue
@@ -307,20 +309,65 @@ def merged_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-Check = Callable[[Context], None]
-REGISTRY: dict[str, Check] = {}
+# A check takes the context of the code it reads: a Context for Language.CUDA (CUDA, C
+# and C++ sources, and build files), a portcheck.python.code.PythonContext for
+# Language.PYTHON (Python sources and dependency manifests).
+Check = Callable[[Any], None]
+CheckT = TypeVar("CheckT", bound=Callable[..., None])
+REGISTRY: dict[Language, dict[str, Check]] = {Language.CUDA: {}, Language.PYTHON: {}}
+# The modules (portcheck.checks.<group>) that register the checks over each language;
+# imported on first use, so a scan without Python files never loads the Python parser.
+CHECK_MODULES = {
+    Language.CUDA: ("apis", "build", "device", "warp"),
+    Language.PYTHON: ("python",),
+}
 
 
-def hazard(slug: str) -> Callable[[Check], Check]:
-    """Register a check for the catalogue entry `slug`."""
+def hazard(slug: str, language: Language = Language.CUDA) -> Callable[[CheckT], CheckT]:
+    """Register a check for the catalogue entry `slug`, over code of `language`. A hazard
+    can have one check per language: a CUDA hazard such as warp-size-assumption is also
+    looked for in numba.cuda kernels written in Python."""
 
-    def register(check: Check) -> Check:
-        if slug in REGISTRY:
-            raise ValueError(f"two checks registered for {slug!r}")
-        REGISTRY[slug] = check
+    def register(check: CheckT) -> CheckT:
+        if language not in REGISTRY:
+            raise ValueError(f"no checks over {language} code: one of {list(REGISTRY)}")
+        if slug in REGISTRY[language]:
+            raise ValueError(f"two {language} checks registered for {slug!r}")
+        REGISTRY[language][slug] = check
         return check
 
     return register
+
+
+_imported: set[Language] = set()  # languages whose check modules are all imported
+
+
+def registered_checks(language: Language) -> dict[str, Check]:
+    """slug -> check, for the checks over code of `language` (their modules imported;
+    some may have been imported earlier alone)."""
+    if language not in _imported:
+        for module in CHECK_MODULES[language]:
+            importlib.import_module(f"portcheck.checks.{module}")
+        _imported.add(language)
+    return REGISTRY[language]
+
+
+class Reporting(Protocol):
+    """A context checks report through: the framework sets the hazard being checked."""
+
+    _current: HazardSpec | None
+
+
+def run_registered(ctx: Reporting, language: Language, ignore: frozenset[str]) -> None:
+    """Run every check registered over `language` on one file's context, except the
+    ignored hazards; the findings collect in the context."""
+    specs = catalogue()
+    for slug, check in registered_checks(language).items():
+        if slug in ignore:
+            continue
+        ctx._current = specs[slug]
+        check(ctx)
+    ctx._current = None
 
 
 def suppressions_in(data: bytes) -> dict[int, frozenset[str] | None]:
@@ -356,24 +403,9 @@ def suppressed(
     return slugs is None or finding.slug in slugs or finding.id in slugs
 
 
-_all_registered = False  # every check module imported (some may be imported earlier alone)
-
-
 def run_checks(ctx: Context, ignore: frozenset[str] = frozenset()) -> list[Finding]:
-    """Run every registered check on one file; returns its unsuppressed findings."""
-    global _all_registered
-    if not _all_registered:
-        from portcheck.checks import apis, build, device, warp  # noqa: F401  (registers checks)
-
-        _all_registered = True
-
-    specs = catalogue()
-    for slug, check in REGISTRY.items():
-        if slug in ignore:
-            continue
-        ctx._current = specs[slug]
-        check(ctx)
-    ctx._current = None
+    """Run every registered CUDA check on one file; returns its unsuppressed findings."""
+    run_registered(ctx, Language.CUDA, ignore)
     suppressions = suppressions_in(ctx.data)
     ctx.pending = [p for p in ctx.pending if not suppressed(p.finding, suppressions)]
     kept = [f for f in ctx.findings if not suppressed(f, suppressions)]
