@@ -571,7 +571,7 @@ class ProjectFacts:
                     ),
                     message=f"`{definition.name}` = {value} fixes {what} at 32 lanes; CDNA "
                     f"wavefronts are 64 wide{used}",
-                    targets=spec.targets,
+                    targets=spec.cuda_targets,
                     help_url=spec.help_url,
                     fix=spec.fix,
                     kernels=kernels,

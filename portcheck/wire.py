@@ -229,15 +229,15 @@ def _known_hazard(finding: Finding) -> None:
     from portcheck.checks import catalogue
 
     spec = catalogue().get(finding.slug)
-    if spec is None or spec.id != finding.id:
+    if spec is None or spec.id != finding.id or spec.language is not Language.CUDA:
         raise _bad(f"unknown hazard {finding.slug!r}")
 
 
 def _known_python_hazard(finding: PyFinding) -> None:
-    from portcheck.python.rules import python_rules
+    from portcheck.checks import catalogue
 
-    spec = python_rules().hazards.get(finding.slug)
-    if spec is None or spec.id != finding.id:
+    spec = catalogue().get(finding.slug)
+    if spec is None or spec.id != finding.id or spec.language is not Language.PYTHON:
         raise _bad(f"unknown Python hazard {finding.slug!r}")
 
 

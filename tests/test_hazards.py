@@ -1,5 +1,6 @@
 """Hazard checks: exact (slug, line) pairs on realistic fixtures, silence on correct code,
-and a catalogue that matches the registered checks and its own documentation."""
+and one catalogue — CUDA and Python hazards — that matches the registered checks and its own
+documentation."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from collections import Counter
 import pytest
 
 import portcheck
-from portcheck.checks import REGISTRY, catalogue
-from portcheck.checks.docs import render_hazard_doc, render_index, render_python_hazard_doc
-from portcheck.python.rules import python_rules
+from portcheck.checks import catalogue, hazard, hazards_of, registered_checks
+from portcheck.checks.docs import render_hazard_doc, render_index
+from portcheck.checks.spec import CatalogueError, parse_catalogue
+from portcheck.model import Language
 
 from conftest import FIXTURES, REPO
 
@@ -57,14 +59,22 @@ def test_every_catalogued_hazard_has_a_fixture_that_fires_it():
     fired = set()
     for path in HAZARD_FIXTURES.iterdir():
         fired |= {slug for slug, _ in expected_findings(path)}
-    required = set(catalogue()) - {"unsupported-api"}  # checked against real rules below
-    assert required <= fired
+    required = set(hazards_of(Language.CUDA)) - {"unsupported-api"}  # real rules below
+    assert required <= fired  # the Python hazards' fixture is tests/fixtures/python/mlproj
 
 
 def test_catalogue_and_registered_checks_are_the_same_set():
-    from portcheck.checks import apis, build, device, warp  # noqa: F401  (register the checks)
+    over_cuda, over_python = registered_checks(Language.CUDA), registered_checks(Language.PYTHON)
+    assert set(over_cuda) | set(over_python) == set(catalogue())
+    # Each hazard is checked in the code it is about; a CUDA hazard may also have a check
+    # over Python code (warp arithmetic in numba.cuda kernels), never the other way round.
+    assert set(over_cuda) == set(hazards_of(Language.CUDA))
+    assert set(hazards_of(Language.PYTHON)) <= set(over_python)
 
-    assert set(REGISTRY) == set(catalogue())
+
+def test_a_second_check_for_the_same_hazard_and_language_is_refused():
+    with pytest.raises(ValueError, match="two python checks registered for 'nvidia-smi'"):
+        hazard("nvidia-smi", language=Language.PYTHON)(lambda ctx: None)
 
 
 def test_required_slugs_and_stable_ids():
@@ -90,6 +100,15 @@ def test_required_slugs_and_stable_ids():
     assert len({s.id for s in specs.values()}) == len(specs)
 
 
+def slugs_found(path, language: Language) -> set[str]:
+    """The hazards a scan of `path` reports in the report section of `language`: the
+    findings for CUDA hazards, the Python section's for Python hazards."""
+    report = portcheck.scan(path, cache=False)
+    if language is Language.PYTHON:
+        return {f.slug for f in report.python.findings} if report.python else set()
+    return {f.slug for f in report.findings}
+
+
 @pytest.mark.parametrize("slug", sorted(catalogue()))
 def test_catalogue_example_fires_and_instead_is_silent(tmp_path, slug):
     spec = catalogue()[slug]
@@ -99,8 +118,8 @@ def test_catalogue_example_fires_and_instead_is_silent(tmp_path, slug):
     good.parent.mkdir()
     bad.write_text(spec.example)
     good.write_text(spec.instead)
-    assert slug in {f.slug for f in portcheck.scan(bad).findings}
-    assert slug not in {f.slug for f in portcheck.scan(good).findings}
+    assert slug in slugs_found(bad, spec.language)
+    assert slug not in slugs_found(good, spec.language)
 
 
 @pytest.mark.parametrize("slug", sorted(catalogue()))
@@ -109,16 +128,75 @@ def test_help_pages_are_generated_from_the_catalogue(slug):
     assert page.read_text() == render_hazard_doc(catalogue()[slug]), (
         "docs out of date: run `python tools/gen_hazard_docs.py`"
     )
-    index = render_index(catalogue(), python_rules().hazards)
-    assert (REPO / "docs" / "rules" / "README.md").read_text() == index
 
 
-@pytest.mark.parametrize("slug", sorted(python_rules().hazards))
-def test_python_help_pages_are_generated(slug):
-    page = REPO / "docs" / "rules" / f"{slug}.md"
-    assert page.read_text() == render_python_hazard_doc(python_rules().hazards[slug]), (
+def test_help_index_is_generated_and_every_page_has_a_hazard():
+    index = render_index(catalogue())
+    assert (REPO / "docs" / "rules" / "README.md").read_text() == index, (
         "docs out of date: run `python tools/gen_hazard_docs.py`"
     )
+    pages = {p.stem for p in (REPO / "docs" / "rules").glob("*.md")} - {"README"}
+    assert pages == set(catalogue())
+
+
+def test_python_hazards_are_judged_on_the_python_routes():
+    spec = catalogue()["torch-version-cuda"]
+    assert (spec.id, spec.language, spec.routes) == ("PY001", Language.PYTHON, ("rocm", "directml"))
+    assert spec.python_targets.to_dict() == {"rocm": "partial", "directml": "partial"}
+    with pytest.raises(TypeError, match="Python hazard"):
+        spec.cuda_targets  # noqa: B018  (the property raises)
+    assert catalogue()["inline-ptx"].routes == ("hip", "zluda", "scale")
+
+
+CUDA_ENTRY = {
+    "id": "PC901",
+    "slug": "made-up",
+    "severity": "low",
+    "since": "0.1.0",
+    "summary": "s",
+    "targets": {"hip": "partial", "zluda": "supported", "scale": "partial"},
+    "target_notes": {"hip": "h", "zluda": "z", "scale": "s"},
+    "why": "w",
+    "example": "e",
+    "instead": "i",
+    "fix": "f",
+}
+PYTHON_ENTRY = {
+    **CUDA_ENTRY,
+    "id": "PY901",
+    "slug": "made-up-py",
+    "language": "python",
+    "targets": {"rocm": "partial", "directml": "unsupported"},
+    "target_notes": {"rocm": "r", "directml": "d"},
+}
+
+
+def _catalogue_of(*entries, retired=()):
+    return {"schema": "portcheck.hazards/1", "retired": list(retired), "hazards": list(entries)}
+
+
+def test_both_kinds_of_hazard_are_validated_by_one_loader():
+    specs = parse_catalogue(_catalogue_of(CUDA_ENTRY, PYTHON_ENTRY))
+    assert specs["made-up"].example_file == "example.cu"
+    assert specs["made-up-py"].example_file == "example.py"
+    assert specs["made-up-py"].targets.to_dict() == {"rocm": "partial", "directml": "unsupported"}
+
+
+@pytest.mark.parametrize(
+    ("entries", "retired", "message"),
+    [
+        ([{**CUDA_ENTRY, "colour": "red"}], (), r"entry 0 \(made-up\): unknown \['colour'\]"),
+        ([{**PYTHON_ENTRY, "targets": CUDA_ENTRY["targets"]}], (), "key 'targets' needs exactly"),
+        ([{**PYTHON_ENTRY, "id": "PC902"}], (), "not a python hazard id"),
+        ([{**CUDA_ENTRY, "language": "fortran"}], (), "key 'language' must be one of"),
+        ([{**CUDA_ENTRY, "targets": {**CUDA_ENTRY["targets"], "hip": "works"}}], (), "works"),
+        ([CUDA_ENTRY, {**PYTHON_ENTRY, "slug": "made-up"}], (), "duplicate or retired slug"),
+        ([CUDA_ENTRY], ("PC901",), "duplicate or retired slug or id"),
+    ],
+)
+def test_catalogue_errors_name_the_entry_and_key(entries, retired, message):
+    with pytest.raises(CatalogueError, match=message):
+        parse_catalogue(_catalogue_of(*entries, retired=retired))
 
 
 def test_findings_carry_verdicts_help_and_fix():

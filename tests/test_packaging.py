@@ -36,7 +36,6 @@ def test_wheel_ships_the_rules_and_loads_them(tmp_path):
     assert "portcheck/rules/hazards.yaml" in names
     assert "portcheck/rules/python/packages.yaml" in names
     assert "portcheck/rules/python/apis.yaml" in names
-    assert "portcheck/rules/python/hazards.yaml" in names
     assert "portcheck/parse/cuda_shim.h" in names  # the libclang front end's CUDA builtins
     # Import from the unpacked wheel only (not the checkout): the rules load from inside it.
     code = (

@@ -152,6 +152,18 @@ def test_suppression_and_ignore_work_for_python_hazards(tmp_path):
     assert portcheck.scan(tmp_path, cache=False, ignore=["PY001"]).python.findings == ()
 
 
+def test_cuda_hazards_in_numba_kernels_are_cuda_findings_and_follow_ignore(tmp_path):
+    (tmp_path / "k.py").write_text(
+        "from numba import cuda\n\n\n@cuda.jit\ndef k(x):\n    x[0] = cuda.threadIdx.x % 32\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    assert [(f.slug, f.span.line, f.function) for f in report.findings] == [
+        ("warp-size-assumption", 6, "k")
+    ]
+    assert [f.id for f in report.python.findings] == ["PY006"]
+    assert portcheck.scan(tmp_path, cache=False, ignore=["PC001"]).findings == ()
+
+
 def test_broken_manifests_and_python_give_no_traceback(tmp_path):
     shutil.copytree(MLPROJ, tmp_path / "proj")
     (tmp_path / "proj" / "pyproject.toml").write_text("[project\ndependencies = [torch\n")

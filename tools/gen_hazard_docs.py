@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Write docs/rules/<slug>.md and docs/rules/README.md from rules/hazards.yaml and
-rules/python/hazards.yaml.
+"""Write docs/rules/<slug>.md for every hazard, CUDA and Python, and docs/rules/README.md,
+from the hazard catalogue (rules/hazards.yaml).
 
 Run after editing the catalogue: `python tools/gen_hazard_docs.py`. The test suite fails
 when the pages on disk differ from what this would write.
@@ -15,12 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from portcheck.checks import catalogue  # noqa: E402
-from portcheck.checks.docs import (  # noqa: E402
-    render_hazard_doc,
-    render_index,
-    render_python_hazard_doc,
-)
-from portcheck.python.rules import python_rules  # noqa: E402
+from portcheck.checks.docs import render_hazard_doc, render_index  # noqa: E402
 
 
 def main() -> None:
@@ -29,11 +24,8 @@ def main() -> None:
     specs = catalogue()
     for slug, spec in specs.items():
         (out / f"{slug}.md").write_text(render_hazard_doc(spec))
-    python = python_rules().hazards
-    for slug, py_spec in python.items():
-        (out / f"{slug}.md").write_text(render_python_hazard_doc(py_spec))
-    (out / "README.md").write_text(render_index(specs, python))
-    print(f"wrote {len(specs) + len(python)} hazard pages to {out.relative_to(ROOT)}")
+    (out / "README.md").write_text(render_index(specs))
+    print(f"wrote {len(specs)} hazard pages to {out.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":

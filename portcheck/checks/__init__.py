@@ -1,153 +1,32 @@
-"""Hazard checks: the problems renaming cannot fix.
+"""Hazard checks: the problems renaming cannot fix, in CUDA and in Python code.
 
-Owns the hazard catalogue (rules/hazards.yaml), the registry of checks and the
-context a check reports through. One hazard = one small function registered with
-`@hazard("slug")` that calls `ctx.report(start, end, ...)`; the framework fills in
-the id, severity, per-target verdict, help link and fix hint from the catalogue,
-and applies inline suppressions (`// portcheck: ignore[slug]`).
+Owns the registry of checks and the context a CUDA check reports through; the catalogue
+they report against (rules/hazards.yaml) is portcheck.checks.spec. One hazard = one small
+function registered with `@hazard("slug")` (or `@hazard("slug", language=Language.PYTHON)`
+for a check over Python code) that calls `ctx.report(start, end, ...)`; the framework fills
+in the id, severity, per-route verdict, help link and fix hint from the catalogue, and
+applies inline suppressions (`// portcheck: ignore[slug]`, `# portcheck: ignore[slug]`).
 """
 
 from __future__ import annotations
 
 import bisect
 import hashlib
+import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
-from portcheck.model import (
-    TARGETS,
-    Finding,
-    Language,
-    PyFinding,
-    Severity,
-    Span,
-    Status,
-    Use,
-    Verdicts,
-)
+# The catalogue, re-exported: checks, the pipeline and the formatters import it from here.
+from portcheck.checks.spec import HazardSpec, catalogue
+from portcheck.checks.spec import hazards_of as hazards_of
+from portcheck.checks.spec import resolve_ignores as resolve_ignores
+from portcheck.model import Finding, Language, PyFinding, Severity, Span, Use, Verdicts
 from portcheck.preproc import EMPTY_FACTS, PreprocFacts, evaluate, names_in
 from portcheck.project import Pending
-from portcheck.resources import data_dir
-from portcheck.ruleset import YamlSyntaxError, load_yaml
 
-CATALOGUE_SCHEMA = "portcheck.hazards/1"
-HELP_BASE = "docs/rules"
-SPEC_KEYS = frozenset(
-    {
-        "id",
-        "slug",
-        "severity",
-        "since",
-        "summary",
-        "targets",
-        "target_notes",
-        "why",
-        "example",
-        "instead",
-        "fix",
-        "example_file",
-    }
-)
 SUPPRESSION = re.compile(rb"portcheck:\s*ignore(?:\[([^\]]*)\])?")
-
-
-class CatalogueError(ValueError):
-    """rules/hazards.yaml is malformed; the message names the entry and key."""
-
-
-@dataclass(frozen=True, slots=True)
-class HazardSpec:
-    id: str
-    slug: str
-    severity: Severity
-    since: str
-    summary: str
-    targets: Verdicts
-    target_notes: Mapping[str, str]
-    why: str
-    example: str
-    instead: str
-    fix: str
-    example_file: str = "example.cu"
-
-    @property
-    def help_url(self) -> str:
-        return f"{HELP_BASE}/{self.slug}.md"
-
-
-def _spec(raw: Any, index: int) -> HazardSpec:
-    where = f"hazards.yaml: entry {index} ({raw.get('slug') if isinstance(raw, dict) else raw!r})"
-    if not isinstance(raw, dict):
-        raise CatalogueError(f"{where}: must be a mapping")
-    unknown = set(raw) - SPEC_KEYS
-    missing = SPEC_KEYS - {"example_file"} - set(raw)
-    if unknown or missing:
-        raise CatalogueError(f"{where}: unknown {sorted(unknown)} / missing {sorted(missing)} keys")
-    try:
-        severity = Severity[str(raw["severity"]).upper()]
-        targets = Verdicts(**{str(t): Status(raw["targets"][str(t)]) for t in TARGETS})
-    except (KeyError, ValueError) as exc:
-        raise CatalogueError(f"{where}: bad severity or targets ({exc})") from None
-    return HazardSpec(
-        id=str(raw["id"]),
-        slug=str(raw["slug"]),
-        severity=severity,
-        since=str(raw["since"]),
-        summary=str(raw["summary"]),
-        targets=targets,
-        target_notes={str(k): str(v) for k, v in raw["target_notes"].items()},
-        why=str(raw["why"]).strip(),
-        example=str(raw["example"]),
-        instead=str(raw["instead"]),
-        fix=str(raw["fix"]),
-        example_file=str(raw.get("example_file", "example.cu")),
-    )
-
-
-@lru_cache(maxsize=1)
-def catalogue() -> dict[str, HazardSpec]:
-    """The hazard catalogue by slug, validated once per process."""
-    try:
-        text = data_dir("rules").joinpath("hazards.yaml").read_text("utf-8")
-        doc = load_yaml(text)
-    except YamlSyntaxError as exc:
-        raise CatalogueError(f"hazards.yaml: not valid YAML: {exc}") from None
-    if not isinstance(doc, dict) or doc.get("schema") != CATALOGUE_SCHEMA:
-        raise CatalogueError(f"hazards.yaml: expected schema {CATALOGUE_SCHEMA}")
-    specs = [_spec(raw, i) for i, raw in enumerate(doc.get("hazards") or [])]
-    by_slug: dict[str, HazardSpec] = {}
-    ids: set[str] = set(doc.get("retired") or [])
-    for spec in specs:
-        if spec.slug in by_slug or spec.id in ids:
-            raise CatalogueError(f"hazards.yaml: duplicate slug or id ({spec.slug}, {spec.id})")
-        by_slug[spec.slug] = spec
-        ids.add(spec.id)
-    return by_slug
-
-
-def resolve_ignores(values: Iterable[str]) -> frozenset[str]:
-    """`--ignore` values (ids like PC001 or slugs) -> slugs; raises ValueError on unknown."""
-    from portcheck.python.rules import python_rules
-
-    specs: dict[str, Any] = {**catalogue(), **python_rules().hazards}
-    by_id = {spec.id.lower(): slug for slug, spec in specs.items()}
-    slugs = set()
-    for value in values:
-        for item in (v.strip() for v in value.split(",")):
-            if not item:
-                continue
-            if item in specs:
-                slugs.add(item)
-            elif item.lower() in by_id:
-                slugs.add(by_id[item.lower()])
-            else:
-                raise ValueError(
-                    f"unknown hazard {item!r} (use an id such as PC001 or PY001, or a slug)"
-                )
-    return frozenset(slugs)
 
 
 def line_fingerprint(slug: str, path: str, data: bytes, offset: int) -> str:
@@ -280,7 +159,7 @@ class Context:
             path=self.path,
             span=span,
             message=message or spec.summary,
-            targets=targets or spec.targets,
+            targets=targets or spec.cuda_targets,
             help_url=spec.help_url,
             fix=fix or spec.fix,
             function=self.function_at(start),
@@ -430,20 +309,65 @@ def merged_ranges(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
-Check = Callable[[Context], None]
-REGISTRY: dict[str, Check] = {}
+# A check takes the context of the code it reads: a Context for Language.CUDA (CUDA, C
+# and C++ sources, and build files), a portcheck.python.code.PythonContext for
+# Language.PYTHON (Python sources and dependency manifests).
+Check = Callable[[Any], None]
+CheckT = TypeVar("CheckT", bound=Callable[..., None])
+REGISTRY: dict[Language, dict[str, Check]] = {Language.CUDA: {}, Language.PYTHON: {}}
+# The modules (portcheck.checks.<group>) that register the checks over each language;
+# imported on first use, so a scan without Python files never loads the Python parser.
+CHECK_MODULES = {
+    Language.CUDA: ("apis", "build", "device", "warp"),
+    Language.PYTHON: ("python",),
+}
 
 
-def hazard(slug: str) -> Callable[[Check], Check]:
-    """Register a check for the catalogue entry `slug`."""
+def hazard(slug: str, language: Language = Language.CUDA) -> Callable[[CheckT], CheckT]:
+    """Register a check for the catalogue entry `slug`, over code of `language`. A hazard
+    can have one check per language: a CUDA hazard such as warp-size-assumption is also
+    looked for in numba.cuda kernels written in Python."""
 
-    def register(check: Check) -> Check:
-        if slug in REGISTRY:
-            raise ValueError(f"two checks registered for {slug!r}")
-        REGISTRY[slug] = check
+    def register(check: CheckT) -> CheckT:
+        if language not in REGISTRY:
+            raise ValueError(f"no checks over {language} code: one of {list(REGISTRY)}")
+        if slug in REGISTRY[language]:
+            raise ValueError(f"two {language} checks registered for {slug!r}")
+        REGISTRY[language][slug] = check
         return check
 
     return register
+
+
+_imported: set[Language] = set()  # languages whose check modules are all imported
+
+
+def registered_checks(language: Language) -> dict[str, Check]:
+    """slug -> check, for the checks over code of `language` (their modules imported;
+    some may have been imported earlier alone)."""
+    if language not in _imported:
+        for module in CHECK_MODULES[language]:
+            importlib.import_module(f"portcheck.checks.{module}")
+        _imported.add(language)
+    return REGISTRY[language]
+
+
+class Reporting(Protocol):
+    """A context checks report through: the framework sets the hazard being checked."""
+
+    _current: HazardSpec | None
+
+
+def run_registered(ctx: Reporting, language: Language, ignore: frozenset[str]) -> None:
+    """Run every check registered over `language` on one file's context, except the
+    ignored hazards; the findings collect in the context."""
+    specs = catalogue()
+    for slug, check in registered_checks(language).items():
+        if slug in ignore:
+            continue
+        ctx._current = specs[slug]
+        check(ctx)
+    ctx._current = None
 
 
 def suppressions_in(data: bytes) -> dict[int, frozenset[str] | None]:
@@ -479,24 +403,9 @@ def suppressed(
     return slugs is None or finding.slug in slugs or finding.id in slugs
 
 
-_all_registered = False  # every check module imported (some may be imported earlier alone)
-
-
 def run_checks(ctx: Context, ignore: frozenset[str] = frozenset()) -> list[Finding]:
-    """Run every registered check on one file; returns its unsuppressed findings."""
-    global _all_registered
-    if not _all_registered:
-        from portcheck.checks import apis, build, device, warp  # noqa: F401  (registers checks)
-
-        _all_registered = True
-
-    specs = catalogue()
-    for slug, check in REGISTRY.items():
-        if slug in ignore:
-            continue
-        ctx._current = specs[slug]
-        check(ctx)
-    ctx._current = None
+    """Run every registered CUDA check on one file; returns its unsuppressed findings."""
+    run_registered(ctx, Language.CUDA, ignore)
     suppressions = suppressions_in(ctx.data)
     ctx.pending = [p for p in ctx.pending if not suppressed(p.finding, suppressions)]
     kept = [f for f in ctx.findings if not suppressed(f, suppressions)]

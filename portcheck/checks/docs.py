@@ -1,91 +1,102 @@
 """Help pages (docs/rules/<slug>.md) rendered from the hazard catalogue, so they cannot drift.
-tools/gen_hazard_docs.py writes them; a test checks the files on disk match."""
+tools/gen_hazard_docs.py writes them; a test checks the files on disk match.
+
+CUDA and Python hazards get the same page; its per-route table lists the routes the
+hazard is judged on (HIP/ZLUDA/SCALE, or PyTorch on ROCm/DirectML)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
+from pathlib import PurePosixPath
 
-from portcheck.checks import HazardSpec
-from portcheck.model import ROUTES, TARGETS
-from portcheck.python.rules import PyHazardSpec
-from portcheck.report.text import PY_ROUTE_TITLE
+from portcheck.checks.spec import CATALOGUE_FILE, ROUTE_TITLE, ROUTES_OF, HazardSpec
+from portcheck.model import Language
 
-TARGET_TITLE = {"hip": "HIP", "zluda": "ZLUDA", "scale": "SCALE"}
+GENERATED = (
+    f"<!-- Generated from rules/{CATALOGUE_FILE} by tools/gen_hazard_docs.py; do not edit. -->"
+)
+# The code fence's language, and the comment a suppression is written in, by example file.
+FENCE_BY_SUFFIX = {".py": "python", ".txt": "text", ".toml": "toml", ".yml": "yaml", ".cfg": "ini"}
+C_LIKE_SUFFIXES = (".cu", ".cuh", ".c", ".cc", ".cpp", ".h", ".hpp")
+INDEX_SECTIONS = {
+    Language.CUDA: (
+        "",
+        "Problems that renaming CUDA to HIP cannot fix. Verdict per route for code that has "
+        "the hazard.",
+    ),
+    Language.PYTHON: (
+        "Python hazards",
+        "Python code and dependency manifests, judged on the Python routes.",
+    ),
+}
 
 
 def _fence(code: str, language: str) -> str:
     return f"```{language}\n{code.rstrip()}\n```"
 
 
+def _fence_language(example_file: str) -> str:
+    name = PurePosixPath(example_file)
+    if name.name.lower().startswith("cmakelists"):
+        return "cmake"
+    if name.name.lower() == "makefile":
+        return "make"
+    return FENCE_BY_SUFFIX.get(name.suffix.lower(), "cuda")
+
+
+def _comment(example_file: str) -> str:
+    """How a comment starts in a file like the example: `//` in C-like code, else `#`."""
+    return "//" if example_file.lower().endswith(C_LIKE_SUFFIXES) else "#"
+
+
 def render_hazard_doc(spec: HazardSpec) -> str:
-    language = "cmake" if spec.example_file.lower().startswith("cmakelists") else "cuda"
+    language = _fence_language(spec.example_file)
     verdicts = "\n".join(
-        f"| {TARGET_TITLE[t]} | {spec.targets[t].value} | {spec.target_notes.get(t, '')} |"
-        for t in TARGETS
+        f"| {ROUTE_TITLE[r]} | {spec.targets[r].value} | {spec.target_notes.get(r, '')} |"
+        for r in spec.routes
     )
+    source = f"## Source\n\n{spec.source}\n\n" if spec.source else ""
     return (
         f"# {spec.slug} ({spec.id})\n\n"
         f"*{spec.summary}* — severity **{spec.severity.name.lower()}**, since {spec.since}.\n\n"
-        "<!-- Generated from rules/hazards.yaml by tools/gen_hazard_docs.py; do not edit. -->\n\n"
+        f"{GENERATED}\n\n"
         f"## What it does\n\nReports {spec.summary}.\n\n"
         f"## Why is this a problem?\n\n{spec.why}\n\n"
         f"## Per route\n\n| route | verdict | why |\n|---|---|---|\n{verdicts}\n\n"
         f"## Example\n\n{_fence(spec.example, language)}\n\n"
         f"## Use instead\n\n{_fence(spec.instead, language)}\n\n"
         f"## Fix\n\n{spec.fix}\n\n"
+        f"{source}"
         "## Suppressing\n\n"
-        f"Add `// portcheck: ignore[{spec.slug}]` on the line (or the line before), or run "
-        f"`portcheck scan --ignore {spec.id}`.\n"
+        f"Add `{_comment(spec.example_file)} portcheck: ignore[{spec.slug}]` on the line (or the "
+        f"line before), or run `portcheck scan --ignore {spec.id}`.\n"
     )
 
 
-def render_python_hazard_doc(spec: PyHazardSpec) -> str:
-    verdicts = "\n".join(f"| {PY_ROUTE_TITLE[r]} | {spec.targets[r].value} |" for r in ROUTES)
-    return (
-        f"# {spec.slug} ({spec.id})\n\n"
-        f"*{spec.summary}* — severity **{spec.severity.name.lower()}**; a Python hazard.\n\n"
-        "<!-- Generated from rules/python/hazards.yaml by tools/gen_hazard_docs.py; "
-        "do not edit. -->\n\n"
-        f"## Why is this a problem?\n\n{spec.why}\n\n"
-        f"## Per Python route\n\n| route | verdict |\n|---|---|\n{verdicts}\n\n"
-        f"## Fix\n\n{spec.fix}\n\n"
-        f"## Source\n\n{spec.source}\n\n"
-        "## Suppressing\n\n"
-        f"Add `# portcheck: ignore[{spec.slug}]` on the line (or the line before), or run "
-        f"`portcheck scan --ignore {spec.id}`.\n"
-    )
+def render_index(specs: Mapping[str, HazardSpec]) -> str:
+    """The reference's front page: one table per kind of hazard, with a column per route."""
+    sections = []
+    for language, (title, intro) in INDEX_SECTIONS.items():
+        group = [s for s in specs.values() if s.language is language]
+        if not group:
+            continue
+        routes = ROUTES_OF[language]
+        header = " | ".join(ROUTE_TITLE[r] for r in routes)
+        heading = f"## {title}\n\n" if title else ""
+        sections.append(
+            f"{heading}{intro}\n\n"
+            f"| id | slug | severity | what | {header} |\n"
+            f"|---|---|---|---|{'---|' * len(routes)}\n"
+            f"{_index_rows(group, routes)}\n"
+        )
+    return f"# Hazard reference\n\n{GENERATED}\n\n" + "\n".join(sections)
 
 
-def render_index(
-    specs: Mapping[str, HazardSpec], python: Mapping[str, PyHazardSpec] | None = None
-) -> str:
-    rows = _index_rows(specs.values(), TARGETS)
-    return (
-        "# Hazard reference\n\n"
-        "<!-- Generated from rules/hazards.yaml by tools/gen_hazard_docs.py; do not edit. -->\n\n"
-        "Problems that renaming CUDA to HIP cannot fix. Verdict per route for code that has "
-        "the hazard.\n\n"
-        "| id | slug | severity | what | HIP | ZLUDA | SCALE |\n|---|---|---|---|---|---|---|\n"
-        f"{rows}\n" + (_python_index(python) if python else "")
-    )
-
-
-def _index_rows(specs: Iterable[HazardSpec | PyHazardSpec], columns: Sequence[str]) -> str:
-    """One table row per hazard, by id: link, severity, summary, a verdict per column."""
+def _index_rows(specs: Iterable[HazardSpec], routes: tuple[str, ...]) -> str:
+    """One table row per hazard, by id: link, severity, summary, a verdict per route."""
     return "\n".join(
         f"| {s.id} | [{s.slug}]({s.slug}.md) | {s.severity.name.lower()} | {s.summary} | "
-        + " | ".join(s.targets[c].value for c in columns)
+        + " | ".join(s.targets[r].value for r in routes)
         + " |"
         for s in sorted(specs, key=lambda s: s.id)
-    )
-
-
-def _python_index(specs: Mapping[str, PyHazardSpec]) -> str:
-    rows = _index_rows(specs.values(), ROUTES)
-    return (
-        "\n## Python hazards\n\n"
-        "Python code and dependency manifests, judged on the Python routes.\n\n"
-        "| id | slug | severity | what | PyTorch on ROCm | DirectML |\n"
-        "|---|---|---|---|---|---|\n"
-        f"{rows}\n"
     )

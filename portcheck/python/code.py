@@ -10,15 +10,19 @@ and strings are never uses. On top of the names:
   `CUDAExtension`/`cpp_extension.load` names are listed (they are scanned as files of
   the tree), and CuPy `RawKernel`/`RawModule` and `load_inline` source strings are run
   through the CUDA file scanner, with positions mapped back into the .py file;
-- `numba.cuda` kernels are checked for 32-wide warp assumptions;
-- the Python hazards of rules/python/hazards.yaml are reported (PY001…).
+- `numba.cuda` kernels are kernels of the report;
+- the sites the hazard checks ask about (attribute chains, calls, strings, decorators,
+  requirements, package indexes, the CUDA the file builds) are collected in a
+  PythonContext, and the checks registered over Python code (portcheck.checks.python:
+  the PY… hazards of rules/hazards.yaml, and warp-width assumptions in numba.cuda
+  kernels) report through it.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -29,20 +33,23 @@ from tree_sitter import Node, Parser
 from portcheck.checks import (
     Context,
     FunctionInfo,
+    HazardSpec,
     line_fingerprint,
+    run_registered,
     suppressed,
     suppressions_in,
 )
 from portcheck.model import (
     Dependency,
     Extension,
+    Finding,
     Kernel,
     Language,
     PyFinding,
+    PyRule,
     PyUse,
     RouteVerdicts,
     Span,
-    Status,
 )
 from portcheck.parse.text import LineIndex
 from portcheck.python import deps
@@ -68,7 +75,6 @@ NUMBA_KERNEL_DECORATORS = {"numba.cuda.jit"}
 KERNEL_SOURCE_ARGUMENT = {"ElementwiseKernel": (2, "operation"), "ReductionKernel": (3, "map_expr")}
 DEVICE_STRING = re.compile(rb"cuda(?::\d+)?")
 CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
-LANE_MASK = re.compile(r"0[xX][fF]{8}[uUlL]*")
 # An identifier under these is not a use of what it names: chains are judged whole
 # (`attribute`), and parameters, imports and keyword names only bind or label.
 NOT_A_USE_PARENTS = frozenset(
@@ -96,7 +102,7 @@ def _parse(data: bytes) -> Node:
     return _parser.parse(data).root_node
 
 
-def _walk(root: Node) -> Iterator[Node]:
+def walk(root: Node) -> Iterator[Node]:
     cursor = root.walk()
     while True:
         node = cursor.node
@@ -114,13 +120,88 @@ def _text(node: Node | None) -> str:
     return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
 
 
+@dataclass
+class PythonContext:
+    """What a check over Python code sees of one Python file or manifest — the sites the
+    scan found, each with the dotted name its head resolves to through the imports — and
+    where it reports."""
+
+    path: str
+    language: Language
+    data: bytes
+    lines: LineIndex
+    # Outermost attribute chains outside imports (`th.version.cuda`), with their dotted
+    # name, or None when the head is not imported (`props.compute_capability`).
+    attributes: list[tuple[Node, str | None]] = field(default_factory=list)
+    calls: list[tuple[Node, str]] = field(default_factory=list)  # calls of imported names
+    decorators: list[tuple[Node, str]] = field(default_factory=list)  # decorators, likewise
+    string_literals: list[tuple[Node, bytes]] = field(default_factory=list)  # with content
+    # CUDA the file builds or compiles at run time (CUDAExtension, load, load_inline, CuPy
+    # kernels), at the call that does it.
+    builds: list[tuple[Node, Extension]] = field(default_factory=list)
+    numba_kernels: list[tuple[Node, FunctionInfo]] = field(default_factory=list)
+    # Dependency manifests, and setup.py's install_requires: each requirement with its
+    # package rule, and each package index or conda channel with its line.
+    requirements: list[tuple[deps.Requirement, PyRule | None]] = field(default_factory=list)
+    indexes: list[tuple[str, int]] = field(default_factory=list)
+    findings: list[PyFinding] = field(default_factory=list)  # the Python hazards found
+    cuda_findings: list[Finding] = field(default_factory=list)  # CUDA hazards (numba kernels)
+    _current: HazardSpec | None = None  # the hazard being checked (set by the framework)
+
+    def report(
+        self,
+        start: int,
+        end: int,
+        message: str,
+        fix: str = "",
+        targets: RouteVerdicts | None = None,
+    ) -> None:
+        """Report the current check's (Python) hazard at start..end; once per line and
+        message."""
+        spec = self._current
+        assert spec is not None, "report() called outside a registered check"
+        span = self.lines.span(start, end)
+        if any(
+            f.slug == spec.slug and f.span.line == span.line and f.message == message
+            for f in self.findings
+        ):
+            return
+        self.findings.append(
+            PyFinding(
+                id=spec.id,
+                slug=spec.slug,
+                severity=spec.severity,
+                path=self.path,
+                span=span,
+                message=message,
+                targets=targets or spec.python_targets,
+                help_url=spec.help_url,
+                fix=fix or spec.fix,
+                fingerprint=line_fingerprint(spec.slug, self.path, self.data, start),
+            )
+        )
+
+    def kernel_context(self, kernel: FunctionInfo) -> Context:
+        """A CUDA check context over one numba.cuda kernel, for the current (CUDA) hazard:
+        its findings are CUDA findings, attributed to the kernel."""
+        ctx = Context(
+            self.path,
+            Language.PYTHON,
+            self.data,
+            None,
+            [],
+            self.lines.span,
+            lambda _: True,
+            functions=[kernel],
+        )
+        ctx._current = self._current
+        return ctx
+
+
 class PythonScan:
     """The state of scanning one Python file or manifest."""
 
-    def __init__(
-        self, result: FileScan, data: bytes, ignore: frozenset[str], scan_cuda: ScanCuda
-    ) -> None:
-        self.ignore = ignore  # hazard slugs and ids not to report
+    def __init__(self, result: FileScan, data: bytes, scan_cuda: ScanCuda) -> None:
         self.scan_cuda = scan_cuda
         self.rules: PythonRules = python_rules()
         self.result = result
@@ -130,41 +211,7 @@ class PythonScan:
         self.aliases: dict[str, str] = {}  # local name -> dotted module or object
         self.strings: dict[str, Node] = {}  # NAME = "..." assignments, for kernel sources
         self.lists: dict[str, Node] = {}  # NAME = [...] assignments, for install_requires
-
-    # -- reporting ----------------------------------------------------------------------
-
-    def finding(
-        self,
-        slug: str,
-        start: int,
-        end: int,
-        message: str,
-        fix: str = "",
-        targets: RouteVerdicts | None = None,
-    ) -> None:
-        spec = self.rules.hazards[slug]
-        span = self.lines.span(start, end)
-        if slug in self.ignore or spec.id in self.ignore:
-            return
-        if any(
-            f.slug == slug and f.span.line == span.line and f.message == message
-            for f in self.result.py_findings
-        ):
-            return
-        self.result.py_findings.append(
-            PyFinding(
-                id=spec.id,
-                slug=slug,
-                severity=spec.severity,
-                path=self.path,
-                span=span,
-                message=message,
-                targets=targets or spec.targets,
-                help_url=spec.help_url,
-                fix=fix or spec.fix,
-                fingerprint=line_fingerprint(slug, self.path, self.data, start),
-            )
-        )
+        self.context = PythonContext(self.path, result.language, data, self.lines)
 
     def use(self, name: str, node: Node) -> None:
         rule = self.rules.api(name)
@@ -193,61 +240,15 @@ class PythonScan:
             rule=rule,
         )
         self.result.dependencies.append(dependency)
-        start, end = self.lines.line_bounds(requirement.line)
-        local = deps.CUDA_LOCAL_VERSION.search(requirement.spec)
-        if local:
-            self.finding(
-                "cuda-wheel-index",
-                start,
-                end,
-                f"`{requirement.spec}` pins a CUDA build ({local.group(1)}) of the wheel",
-            )
-        extras = deps.EXTRAS.search(requirement.spec)
-        cuda_extras = [
-            e.strip() for e in (extras.group(1).split(",") if extras else ()) if "cuda" in e
-        ]
-        if cuda_extras:
-            self.finding(
-                "cuda-only-package",
-                start,
-                end,
-                f"the `{cuda_extras[0]}` extra of `{requirement.name}` installs NVIDIA-only "
-                "packages",
-                fix=rule.replacement or rule.note if rule is not None else "",
-            )
-        elif rule is not None and rule.status.rocm in (Status.UNSUPPORTED, Status.PARTIAL):
-            instead = f"; on ROCm: {rule.replacement}" if rule.replacement else ""
-            self.finding(
-                "cuda-only-package",
-                start,
-                end,
-                f"`{requirement.name}` is {rule.status.rocm} on ROCm{instead}",
-                fix=rule.note,
-                targets=rule.status,
-            )
+        self.context.requirements.append((requirement, rule))
 
     def index(self, url: str, line: int) -> None:
-        start, end = self.lines.line_bounds(line)
-        cuda = deps.CUDA_INDEX.search(url)
-        if cuda:
-            self.finding(
-                "cuda-wheel-index",
-                start,
-                end,
-                f"the package index {url} serves CUDA ({cuda.group(1)}) builds of PyTorch",
-            )
-        elif url.startswith("conda:nvidia"):
-            self.finding(
-                "cuda-wheel-index",
-                start,
-                end,
-                "the conda channel `nvidia` provides CUDA runtime packages",
-            )
+        self.context.indexes.append((url, line))
 
     # -- Python code --------------------------------------------------------------------
 
     def code(self) -> None:
-        nodes = list(_walk(_parse(self.data)))
+        nodes = list(walk(_parse(self.data)))
         self.result.parse_errors += sum(1 for n in nodes if n.type == "ERROR")
         for node in nodes:
             if node.type in ("import_statement", "import_from_statement"):
@@ -323,25 +324,10 @@ class PythonScan:
             return  # an inner link of a longer chain
         if _inside_import(node):
             return
-        if _text(node.child_by_field_name("attribute")) == "compute_capability":
-            self.finding(
-                "compute-capability",
-                node.start_byte,
-                node.end_byte,
-                "compute capability read: on ROCm it is the gfx version, not an NVIDIA sm_XY",
-            )
         name = self.resolve(node)
-        if name is None:
-            return
-        self.use(name, node)
-        if name == "torch.version.cuda" and not _guarded_by_hip_check(node):
-            self.finding(
-                "torch-version-cuda",
-                node.start_byte,
-                node.end_byte,
-                "`torch.version.cuda` is None on ROCm builds of PyTorch (they set "
-                "`torch.version.hip`)",
-            )
+        self.context.attributes.append((node, name))
+        if name is not None:
+            self.use(name, node)
 
     def _identifier(self, node: Node) -> None:
         """A name imported from a module, used bare (`CUDAExtension(...)`, `@jit`)."""
@@ -369,25 +355,16 @@ class PythonScan:
             ):
                 self.use("torch.Tensor.cuda", function)  # `model.cuda()`, `x.cuda(0)`
             return
-        if name == "torch.cuda.get_device_capability":
-            self.finding(
-                "compute-capability",
-                node.start_byte,
-                node.end_byte,
-                "`torch.cuda.get_device_capability()` returns the gfx version on ROCm; "
-                "comparisons with NVIDIA capabilities such as (8, 0) pick the wrong path",
-            )
-        elif name in EXTENSION_BUILDERS:
+        self.context.calls.append((node, name))
+        if name in EXTENSION_BUILDERS:
             self._extension(node, name, arguments)
         elif name == INLINE_BUILDER:
             source = self._argument(arguments, 2, "cuda_sources")
-            message = "`load_inline` compiles CUDA source strings at run time"
-            self._compiled_source(node, "load_inline", source, "cuda-extension", message)
+            self._compiled_source(node, "load_inline", source)
         elif name in KERNEL_STRINGS:
             kind = KERNEL_STRINGS[name]
             source = self._argument(arguments, *KERNEL_SOURCE_ARGUMENT.get(kind, (0, "code")))
-            message = f"CuPy `{kind}` compiles CUDA C++ at run time"
-            self._compiled_source(node, kind, source, "cuda-kernel-string", message)
+            self._compiled_source(node, kind, source)
 
     def _string(self, node: Node) -> None:
         content = _string_content(node)
@@ -395,13 +372,7 @@ class PythonScan:
             return
         start, end = content
         text = self.data[start:end]
-        if b"nvidia-smi" in text:
-            self.finding(
-                "nvidia-smi",
-                node.start_byte,
-                node.end_byte,
-                "runs `nvidia-smi`, which does not exist on AMD systems",
-            )
+        self.context.string_literals.append((node, text))
         if DEVICE_STRING.fullmatch(text):
             self.use('torch.device("cuda")', node)
 
@@ -411,23 +382,13 @@ class PythonScan:
             if expression is not None and expression.type == "call":
                 expression = expression.child_by_field_name("function")
             name = self.resolve(expression) if expression is not None else None
+            if name is None:
+                continue
+            self.context.decorators.append((decorator, name))
             if name in NUMBA_KERNEL_DECORATORS:
-                self.finding(
-                    "numba-cuda-kernel",
-                    decorator.start_byte,
-                    decorator.end_byte,
-                    "a `numba.cuda` kernel: upstream Numba has no AMD GPU target",
-                )
                 definition = node.child_by_field_name("definition")
                 if definition is not None:
                     self._numba_kernel(definition)
-            elif name == "cupyx.jit.rawkernel":
-                self.finding(
-                    "cuda-kernel-string",
-                    decorator.start_byte,
-                    decorator.end_byte,
-                    "a `cupyx.jit` kernel: compiled through CuPy's CUDA/HIP backend",
-                )
 
     # -- CUDA inside Python ---------------------------------------------------------------
 
@@ -458,34 +419,19 @@ class PythonScan:
                     named.append(self.data[content[0] : content[1]].decode("utf-8", "replace"))
         base = PurePosixPath(self.path).parent
         sources = tuple(_normalise(str(base / s)) for s in named)
-        cuda_sources = [s for s in sources if s.endswith(CUDA_SOURCE_SUFFIXES)]
-        self.result.extensions.append(
-            Extension(
-                kind,
-                self.path,
-                self.lines.span(node.start_byte, node.end_byte).line,
-                sources=sources,
-            )
-        )
-        listed = ", ".join(PurePosixPath(s).name for s in cuda_sources) or "computed sources"
-        self.finding(
-            "cuda-extension",
-            node.start_byte,
-            node.end_byte,
-            f"`{kind}` builds CUDA code ({listed}) into the Python package",
-        )
+        line = self.lines.span(node.start_byte, node.end_byte).line
+        self._builds(node, Extension(kind, self.path, line, sources=sources))
 
-    def _compiled_source(
-        self, node: Node, kind: str, source: Node | None, slug: str, message: str
-    ) -> None:
+    def _builds(self, node: Node, extension: Extension) -> None:
+        self.result.extensions.append(extension)
+        self.context.builds.append((node, extension))
+
+    def _compiled_source(self, node: Node, kind: str, source: Node | None) -> None:
         """CUDA source handed to a compiler at run time (`load_inline`, CuPy kernels):
-        scanned as CUDA, listed, and reported."""
+        scanned as CUDA and listed."""
         scanned = self._scan_cuda_strings(source)
         line = self.lines.span(node.start_byte, node.end_byte).line
-        self.result.extensions.append(Extension(kind, self.path, line, scanned_lines=scanned))
-        if scanned:
-            message += f" ({scanned} lines scanned as CUDA)"
-        self.finding(slug, node.start_byte, node.end_byte, message)
+        self._builds(node, Extension(kind, self.path, line, scanned_lines=scanned))
 
     def _scan_cuda_strings(self, node: Node | None) -> int:
         """Scan the CUDA source in a string argument (or the string a name is bound to,
@@ -532,38 +478,13 @@ class PythonScan:
             self.result.functions.append(fn)
 
     def _numba_kernel(self, definition: Node) -> None:
-        """A numba.cuda kernel is a kernel of the report; its body is checked for 32-wide
-        warp assumptions (AMD CDNA wavefronts are 64 wide)."""
+        """A numba.cuda kernel is a kernel of the report (the checks look into its body)."""
         name = _text(definition.child_by_field_name("name"))
         start, end = definition.start_byte, definition.end_byte
         self.result.kernels.append(Kernel(name, self.path, self.lines.span(start, end)))
         kernel = FunctionInfo(name, start, end, is_kernel=True, is_device=True)
         self.result.functions.append(kernel)
-        ctx = Context(
-            self.path,
-            Language.PYTHON,
-            self.data,
-            None,
-            [],
-            self.lines.span,
-            lambda _: True,
-            functions=[kernel],
-        )
-        for node in _walk(definition):
-            slug = message = None
-            if node.type == "binary_operator":
-                operator = _text(node.child_by_field_name("operator"))
-                right = _text(node.child_by_field_name("right"))
-                if (operator, right) in (("%", "32"), ("//", "32"), ("&", "31"), (">>", "5")):
-                    slug = "warp-size-assumption"
-                    message = f"`{operator} {right}` assumes 32 threads per warp"
-            elif node.type == "integer" and LANE_MASK.fullmatch(_text(node)):
-                slug = "lane-mask-width"
-                message = "a 32-bit lane mask; AMD wavefronts can have 64 lanes"
-            if slug is not None and slug not in self.ignore:
-                message = f"numba.cuda kernel: {message}"
-                ctx.report(node.start_byte, node.end_byte, message, slug=slug)
-        self.result.findings.extend(ctx.findings)
+        self.context.numba_kernels.append((definition, kernel))
 
     # -- setup.py -------------------------------------------------------------------------
 
@@ -613,33 +534,6 @@ def _string_content(node: Node) -> tuple[int, int] | None:
     return start.end_byte, end.start_byte
 
 
-HIP_CHECK = re.compile(r"hip|rocm", re.IGNORECASE)
-
-
-def _guarded_by_hip_check(node: Node) -> bool:
-    """Is this code under a condition that already tells ROCm apart (`if torch.version.hip:
-    … else: <here>`, `x if is_rocm else <here>`)? Then the author has handled ROCm."""
-    child, parent = node, node.parent
-    while parent is not None:
-        if parent.type in (
-            "if_statement",
-            "elif_clause",
-            "conditional_expression",
-            "while_statement",
-        ):
-            condition = (
-                parent.child_by_field_name("condition")
-                if parent.type != "conditional_expression"
-                else parent.named_children[1]
-                if len(parent.named_children) > 1
-                else None
-            )
-            if condition is not None and condition != child and HIP_CHECK.search(_text(condition)):
-                return True
-        child, parent = parent, parent.parent
-    return False
-
-
 def _inside_import(node: Node) -> bool:
     parent = node.parent
     while parent is not None:
@@ -665,15 +559,17 @@ def _normalise(path: str) -> str:
 
 def scan_python(result: FileScan, data: bytes, ignore: frozenset[str], scan_cuda: ScanCuda) -> None:
     """Fill `result` (a Python file or manifest) with what portcheck.python finds; CUDA
-    source embedded in it is scanned with `scan_cuda`."""
-    scan = PythonScan(result, data, ignore, scan_cuda)
+    source embedded in it is scanned with `scan_cuda`. `ignore`: hazard slugs not to check."""
+    scan = PythonScan(result, data, scan_cuda)
     parser = deps.PARSERS.get(result.language)
     if parser is not None:
         scan.manifest(parser(data.decode("utf-8", "replace")))
     else:
         scan.code()
+    run_registered(scan.context, Language.PYTHON, ignore)
     marks = suppressions_in(data)
-    result.py_findings = [f for f in result.py_findings if not suppressed(f, marks)]
-    result.findings = [f for f in result.findings if not suppressed(f, marks)]
+    result.py_findings = [f for f in scan.context.findings if not suppressed(f, marks)]
+    found = [*result.findings, *scan.context.cuda_findings]
+    result.findings = [f for f in found if not suppressed(f, marks)]
     result.py_findings.sort(key=lambda f: (f.span.start_byte, f.id))
     result.uses.sort(key=lambda u: (u.span.start_byte, u.name))

@@ -1,48 +1,28 @@
-"""The Python knowledge base: rules/python/{packages,apis,hazards}.yaml.
+"""The Python knowledge base: rules/python/{packages,apis}.yaml.
 
-packages.yaml and apis.yaml hold PyRules (a status per Python route, a note and the
-public source of the fact); hazards.yaml holds the Python hazard catalogue (ids PY…).
+Both hold PyRules (a status per Python route, a note and the public source of the fact).
 Every file is validated on load: unknown keys, bad statuses, duplicates and entries
-without a source are errors that name the file and entry.
+without a source are errors that name the file and entry. The Python hazards (ids PY…)
+are in the one hazard catalogue, rules/hazards.yaml (portcheck.checks.spec).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from portcheck.model import ROUTES, PyRule, RouteVerdicts, Severity, Status
+from portcheck.checks.spec import catalogue_digest
+from portcheck.model import ROUTES, PyRule, RouteVerdicts, Status
 from portcheck.resources import data_dir
 from portcheck.ruleset import YamlSyntaxError, load_yaml
 
 RULES_SCHEMA = "portcheck.python-rules/1"
-HAZARDS_SCHEMA = "portcheck.python-hazards/1"
 RULE_KEYS = frozenset({"name", "match", "status", "note", "source", "replacement"})
-HAZARD_KEYS = frozenset({"id", "slug", "severity", "summary", "targets", "why", "fix", "source"})
-HELP_BASE = "docs/rules"
 
 
 class PythonRuleError(ValueError):
     """A file under rules/python is malformed; the message names the file and entry."""
-
-
-@dataclass(frozen=True, slots=True)
-class PyHazardSpec:
-    id: str
-    slug: str
-    severity: Severity
-    summary: str
-    targets: RouteVerdicts
-    why: str
-    fix: str
-    source: str
-
-    @property
-    def help_url(self) -> str:
-        return f"{HELP_BASE}/{self.slug}.md"
 
 
 def _verdicts(raw: Any, where: str) -> RouteVerdicts:
@@ -121,18 +101,15 @@ def normalise_package(name: str) -> str:
 
 
 class PythonRules:
-    """Package and API rules with their lookups, and the Python hazard catalogue."""
+    """Package and API rules with their lookups."""
 
-    def __init__(
-        self, packages: list[PyRule], apis: list[PyRule], hazards: Mapping[str, PyHazardSpec]
-    ) -> None:
+    def __init__(self, packages: list[PyRule], apis: list[PyRule]) -> None:
         self.packages = {r.name: r for r in packages if r.match == "exact"}
         self.package_prefixes = sorted(
             (r for r in packages if r.match == "prefix"), key=lambda r: -len(r.name)
         )
         self.apis = {r.name: r for r in apis}
         self.api_roots = {r.name.split(".")[0] for r in apis}
-        self.hazards = dict(hazards)
 
     def package(self, name: str) -> PyRule | None:
         """Exact name first, then the longest prefix rule (`nvidia-` for `nvidia-cublas-cu12`)."""
@@ -157,41 +134,14 @@ class PythonRules:
         return None
 
 
-def _hazards(entries: list[Any]) -> dict[str, PyHazardSpec]:
-    specs: dict[str, PyHazardSpec] = {}
-    ids: set[str] = set()
-    for index, raw in enumerate(entries):
-        where = f"python/hazards.yaml: entry {index}"
-        if not isinstance(raw, dict) or set(raw) != HAZARD_KEYS:
-            keys = sorted(raw) if isinstance(raw, dict) else raw
-            raise PythonRuleError(f"{where}: needs exactly {sorted(HAZARD_KEYS)}, has {keys}")
-        try:
-            severity = Severity[str(raw["severity"]).upper()]
-        except KeyError:
-            raise PythonRuleError(f"{where}: bad severity {raw['severity']!r}") from None
-        spec = PyHazardSpec(
-            id=str(raw["id"]),
-            slug=str(raw["slug"]),
-            severity=severity,
-            summary=str(raw["summary"]),
-            targets=_verdicts(raw["targets"], where),
-            why=" ".join(str(raw["why"]).split()),
-            fix=str(raw["fix"]),
-            source=str(raw["source"]),
-        )
-        if spec.slug in specs or spec.id in ids:
-            raise PythonRuleError(f"{where}: duplicate slug or id ({spec.slug}, {spec.id})")
-        specs[spec.slug] = spec
-        ids.add(spec.id)
-    return specs
-
-
 @lru_cache(maxsize=1)
 def python_rules_digest() -> str:
-    """A hash of the shipped Python rule files (part of the scan cache's key)."""
+    """A hash of the shipped Python rule files and of the hazard catalogue, which holds
+    the Python hazards (part of the scan cache's key)."""
     digest = hashlib.sha256()
-    for name in ("packages.yaml", "apis.yaml", "hazards.yaml"):
+    for name in ("packages.yaml", "apis.yaml"):
         digest.update(data_dir("rules").joinpath("python", name).read_bytes())
+    digest.update(catalogue_digest().encode())
     return digest.hexdigest()
 
 
@@ -201,5 +151,4 @@ def python_rules() -> PythonRules:
     return PythonRules(
         parse_rules(_load("packages.yaml", RULES_SCHEMA), "package", "packages.yaml"),
         parse_rules(_load("apis.yaml", RULES_SCHEMA), "api", "apis.yaml"),
-        _hazards(_load("hazards.yaml", HAZARDS_SCHEMA)),
     )

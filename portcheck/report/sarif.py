@@ -9,9 +9,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from portcheck.checks import HazardSpec, catalogue
-from portcheck.model import Finding, PyFinding, Report, Severity, Span
+from portcheck.model import Finding, Language, PyFinding, Report, Severity, Span
 from portcheck.paths import display_path
-from portcheck.python.rules import PyHazardSpec, python_rules
 from portcheck.report import (
     NOTHING_TO_SCORE_SENTENCE,
     amd_path_sentence,
@@ -30,14 +29,10 @@ INFORMATION_URI = "https://github.com/portcheck/portcheck"
 
 
 def report_to_sarif(report: Report) -> dict[str, object]:
-    specs = sorted(catalogue().values(), key=lambda s: s.id)
+    # The CUDA hazards (PC…), then the Python ones (PY…), judged on the Python routes.
+    specs = sorted(catalogue().values(), key=lambda s: (s.language is Language.PYTHON, s.id))
     index = {spec.slug: i for i, spec in enumerate(specs)}
-    rules = [_rule(spec, f"{spec.fix}\n\nSee `{spec.help_url}`.", [spec.slug]) for spec in specs]
-    # The Python hazards (PY…) follow, judged on the Python routes.
-    for py_spec in sorted(python_rules().hazards.values(), key=lambda s: s.id):
-        index[py_spec.slug] = len(rules)
-        markdown = f"{py_spec.fix}\n\nSource: {py_spec.source}"
-        rules.append(_rule(py_spec, markdown, ["python", py_spec.slug]))
+    rules = [_rule(spec) for spec in specs]
     results = [
         _result(
             finding,
@@ -126,7 +121,11 @@ def _uri(path: str) -> str:
     return quote(os.fsencode(path), safe="/")
 
 
-def _rule(spec: HazardSpec | PyHazardSpec, markdown: str, tags: list[str]) -> dict[str, object]:
+def _rule(spec: HazardSpec) -> dict[str, object]:
+    markdown = f"{spec.fix}\n\nSee `{spec.help_url}`."
+    if spec.source:
+        markdown += f"\n\nSource: {spec.source}"
+    tags = ["python", spec.slug] if spec.language is Language.PYTHON else [spec.slug]
     return {
         "id": spec.id,
         "name": spec.slug,

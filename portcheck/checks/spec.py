@@ -1,0 +1,247 @@
+"""The hazard catalogue (rules/hazards.yaml): one entry per hazard, CUDA and Python alike.
+
+A hazard's `language` says what code it is about, and so which routes its verdicts are
+given for: a CUDA hazard (ids PC…) is judged on the targets HIP, ZLUDA and SCALE and its
+findings are the report's findings; a Python hazard (ids PY…) is judged on the Python
+routes, PyTorch on ROCm and DirectML, and its findings are the Python section's. The two
+route sets are different questions, so a spec keeps the verdict type of its own
+(`Verdicts` or `RouteVerdicts`) rather than forcing one into the other. Everything else —
+id, slug, severity, help, example, instead, fix — is the same for both, validated once,
+at load, with errors that name the entry and key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from portcheck.model import (
+    ROUTES,
+    TARGETS,
+    Language,
+    RouteVerdicts,
+    Severity,
+    Status,
+    Verdicts,
+)
+from portcheck.resources import data_dir
+from portcheck.ruleset import YamlSyntaxError, load_yaml
+
+CATALOGUE_FILE = "hazards.yaml"
+CATALOGUE_SCHEMA = "portcheck.hazards/1"
+HELP_BASE = "docs/rules"
+REQUIRED_KEYS = frozenset(
+    {
+        "id",
+        "slug",
+        "severity",
+        "since",
+        "summary",
+        "targets",
+        "target_notes",
+        "why",
+        "example",
+        "instead",
+        "fix",
+    }
+)
+OPTIONAL_KEYS = frozenset({"language", "example_file", "source"})
+
+# The routes each kind of hazard is judged on, and the id each kind's hazards carry.
+ROUTES_OF: dict[Language, tuple[str, ...]] = {
+    Language.CUDA: tuple(str(t) for t in TARGETS),
+    Language.PYTHON: tuple(str(r) for r in ROUTES),
+}
+ID_PATTERN = {Language.CUDA: re.compile(r"PC\d{3}"), Language.PYTHON: re.compile(r"PY\d{3}")}
+DEFAULT_EXAMPLE_FILE = {Language.CUDA: "example.cu", Language.PYTHON: "example.py"}
+ROUTE_TITLE = {
+    "hip": "HIP",
+    "zluda": "ZLUDA",
+    "scale": "SCALE",
+    "rocm": "PyTorch on ROCm",
+    "directml": "DirectML",
+}
+
+
+class CatalogueError(ValueError):
+    """rules/hazards.yaml is malformed; the message names the entry and key."""
+
+
+@dataclass(frozen=True, slots=True)
+class HazardSpec:
+    """One hazard: what it is, its verdict per route, and its help page's content."""
+
+    id: str
+    slug: str
+    language: Language  # CUDA or PYTHON: the code it is about, and so its routes
+    severity: Severity
+    since: str
+    summary: str
+    targets: Verdicts | RouteVerdicts  # the verdict for code that has the hazard
+    target_notes: Mapping[str, str]  # route -> why that verdict
+    why: str
+    example: str  # must produce the hazard (a test runs it) ...
+    instead: str  # ... and this must not
+    fix: str
+    example_file: str  # the file name the example is scanned as
+    source: str = ""  # where the facts behind the verdicts come from, when not obvious
+
+    @property
+    def help_url(self) -> str:
+        return f"{HELP_BASE}/{self.slug}.md"
+
+    @property
+    def routes(self) -> tuple[str, ...]:
+        """The routes its verdicts are for, in report order."""
+        return ROUTES_OF[self.language]
+
+    @property
+    def cuda_targets(self) -> Verdicts:
+        """A CUDA hazard's verdicts on HIP, ZLUDA and SCALE."""
+        if not isinstance(self.targets, Verdicts):
+            raise TypeError(f"{self.slug} is a Python hazard: it has no CUDA target verdicts")
+        return self.targets
+
+    @property
+    def python_targets(self) -> RouteVerdicts:
+        """A Python hazard's verdicts on the Python routes."""
+        if not isinstance(self.targets, RouteVerdicts):
+            raise TypeError(f"{self.slug} is a CUDA hazard: it has no Python route verdicts")
+        return self.targets
+
+
+def _mapping(raw: Any, key: str, routes: tuple[str, ...], where: str) -> dict[str, str]:
+    value = raw.get(key)
+    if not isinstance(value, dict) or set(map(str, value)) != set(routes):
+        keys = sorted(map(str, value)) if isinstance(value, dict) else value
+        raise CatalogueError(f"{where}: key {key!r} needs exactly {list(routes)}, has {keys}")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def parse_entry(raw: Any, index: int, file: str = CATALOGUE_FILE) -> HazardSpec:
+    """One catalogue entry, validated."""
+    where = f"{file}: entry {index}"
+    if not isinstance(raw, dict):
+        raise CatalogueError(f"{where}: must be a mapping")
+    where += f" ({raw.get('slug')})"
+    unknown = set(raw) - REQUIRED_KEYS - OPTIONAL_KEYS
+    missing = REQUIRED_KEYS - set(raw)
+    if unknown or missing:
+        raise CatalogueError(f"{where}: unknown {sorted(unknown)} / missing {sorted(missing)} keys")
+    try:
+        language = Language(str(raw.get("language", "cuda")))
+        if language not in ROUTES_OF:
+            raise ValueError(language)
+    except ValueError:
+        raise CatalogueError(
+            f"{where}: key 'language' must be one of {[str(k) for k in ROUTES_OF]}"
+        ) from None
+    hazard_id = str(raw["id"])
+    if not ID_PATTERN[language].fullmatch(hazard_id):
+        raise CatalogueError(
+            f"{where}: key 'id': {hazard_id!r} is not a {language} hazard id "
+            f"({ID_PATTERN[language].pattern})"
+        )
+    try:
+        severity = Severity[str(raw["severity"]).upper()]
+    except KeyError:
+        raise CatalogueError(f"{where}: key 'severity': bad value {raw['severity']!r}") from None
+    routes = ROUTES_OF[language]
+    try:
+        statuses = {r: Status(v) for r, v in _mapping(raw, "targets", routes, where).items()}
+    except ValueError as exc:
+        raise CatalogueError(f"{where}: key 'targets': {exc}") from None
+    targets: Verdicts | RouteVerdicts = (
+        Verdicts(**statuses) if language is Language.CUDA else RouteVerdicts(**statuses)
+    )
+    return HazardSpec(
+        id=hazard_id,
+        slug=str(raw["slug"]),
+        language=language,
+        severity=severity,
+        since=str(raw["since"]),
+        summary=str(raw["summary"]),
+        targets=targets,
+        target_notes=_mapping(raw, "target_notes", routes, where),
+        why=str(raw["why"]).strip(),
+        example=str(raw["example"]),
+        instead=str(raw["instead"]),
+        fix=str(raw["fix"]),
+        example_file=str(raw.get("example_file", DEFAULT_EXAMPLE_FILE[language])),
+        source=str(raw.get("source", "")).strip(),
+    )
+
+
+def parse_catalogue(doc: Any, file: str = CATALOGUE_FILE) -> dict[str, HazardSpec]:
+    """The catalogue document -> specs by slug. Slugs and ids are unique across CUDA and
+    Python hazards (they share `--ignore`, suppressions and docs/rules/), and a retired id
+    is never reused."""
+    if not isinstance(doc, dict) or doc.get("schema") != CATALOGUE_SCHEMA:
+        raise CatalogueError(f"{file}: expected schema {CATALOGUE_SCHEMA}")
+    unknown = set(doc) - {"schema", "retired", "hazards"}
+    if unknown:
+        raise CatalogueError(f"{file}: unknown top-level keys {sorted(unknown)}")
+    entries = doc.get("hazards") or []
+    if not isinstance(entries, list):
+        raise CatalogueError(f"{file}: key 'hazards' must be a list")
+    by_slug: dict[str, HazardSpec] = {}
+    ids: set[str] = set(doc.get("retired") or [])
+    for index, raw in enumerate(entries):
+        spec = parse_entry(raw, index, file)
+        if spec.slug in by_slug or spec.id in ids:
+            raise CatalogueError(
+                f"{file}: entry {index}: duplicate or retired slug or id ({spec.slug}, {spec.id})"
+            )
+        by_slug[spec.slug] = spec
+        ids.add(spec.id)
+    return by_slug
+
+
+def _catalogue_text() -> str:
+    return data_dir("rules").joinpath(CATALOGUE_FILE).read_text("utf-8")
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> dict[str, HazardSpec]:
+    """Every hazard, CUDA and Python, by slug; validated once per process."""
+    try:
+        doc = load_yaml(_catalogue_text())
+    except YamlSyntaxError as exc:
+        raise CatalogueError(f"{CATALOGUE_FILE}: not valid YAML: {exc}") from None
+    return parse_catalogue(doc)
+
+
+def hazards_of(language: Language) -> dict[str, HazardSpec]:
+    """The catalogue's CUDA or Python hazards, by slug."""
+    return {slug: spec for slug, spec in catalogue().items() if spec.language is language}
+
+
+@lru_cache(maxsize=1)
+def catalogue_digest() -> str:
+    """A hash of the shipped catalogue (what a finding's id, severity and verdicts come from)."""
+    return hashlib.sha256(_catalogue_text().encode()).hexdigest()
+
+
+def resolve_ignores(values: Iterable[str]) -> frozenset[str]:
+    """`--ignore` values (ids like PC001 or PY001, or slugs) -> slugs; raises ValueError
+    on unknown."""
+    specs = catalogue()
+    by_id = {spec.id.lower(): slug for slug, spec in specs.items()}
+    slugs = set()
+    for value in values:
+        for item in (v.strip() for v in value.split(",")):
+            if not item:
+                continue
+            if item in specs:
+                slugs.add(item)
+            elif item.lower() in by_id:
+                slugs.add(by_id[item.lower()])
+            else:
+                raise ValueError(
+                    f"unknown hazard {item!r} (use an id such as PC001 or PY001, or a slug)"
+                )
+    return frozenset(slugs)
