@@ -12,8 +12,8 @@ line wins over it; it wins over portcheck's defaults. Keys:
 
 A key it does not know, a value of the wrong type, or a `.portcheck.toml` that does not parse
 is an error naming the file and the key (the user meant something by it); a pyproject.toml
-that does not parse has no settings here (the scan reports it as a broken manifest). Only the scanned folder's
-own files are read: a single file given as PATH has no project defaults.
+that does not parse has no settings here (the scan reports it as a broken manifest). Only
+the scanned folder's own files are read: a single file given as PATH has no defaults.
 """
 
 from __future__ import annotations
