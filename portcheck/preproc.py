@@ -630,6 +630,16 @@ def looks_like_nvidia_guard(name: str) -> bool:
     return NVIDIA_NAME.search(name) is not None
 
 
+# Other vendors' compilers of CUDA sources (Moore Threads' MUSA builds the same files with
+# `-DGGML_USE_MUSA`, `__MUSA_ARCH__`): a hipcc build is never one of them, so their switches
+# are undefined there, whatever the NVIDIA build makes of them.
+OTHER_CUDA_DIALECT = re.compile(r"(?:^|_)(?:USE|WITH|ENABLE)_MUSA$|^__MUSA\w*__$")
+
+
+def looks_like_other_dialect_guard(name: str) -> bool:
+    return OTHER_CUDA_DIALECT.search(name) is not None
+
+
 def unless_defined(name: str, amd: bool) -> object:
     """What `name` is in a build for AMD (amd=True) or NVIDIA when the project's own code
     does not decide it: the platform guards and what the build system sets (`-DBNB_HIP`,
@@ -637,6 +647,8 @@ def unless_defined(name: str, amd: bool) -> object:
     if is_amd_guard(name) or looks_like_amd_guard(name):
         return 1 if amd else UNDEFINED
     if name in NVIDIA_ONLY or name in NVIDIA_TOOLKIT_MACROS or looks_like_nvidia_guard(name):
+        return UNDEFINED if amd else None
+    if looks_like_other_dialect_guard(name):
         return UNDEFINED if amd else None
     return None
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO
 from portcheck import scan
+
+from conftest import FIXTURES, REPO
 
 GOLDEN = Path(__file__).parent / "golden"
 
