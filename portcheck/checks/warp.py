@@ -73,6 +73,43 @@ def _grouping(ctx: Context, offset: int) -> str | None:
     return known or None
 
 
+# A name for the hardware's lane count: `warpSize`, or a local read from a query of it
+# (`const int lanes = physical_warp_width();`, `wave_size`).
+WIDTH_QUERY_NAME = re.compile(
+    r"(?i)(?:warp|wave(?:front)?)_?(?:size|width|lanes?|sz)$|^(?:n_?)?lanes$|lanes_?per_?(?:warp|wave)"
+)
+RELATION = rb"\s*(?:/|%|<=?|>=?|==|!=)\s*"
+
+
+def _adapts_to_warp_width(ctx: Context, operand: str, offset: int) -> bool:
+    """Does the function around `offset` relate `operand` (a group width of 32) to the
+    hardware's lane count, as in `rows_per_warp = warp_lanes / row_width` or
+    `warp_lanes > row_width ? ... : ...`? Then the 32 is the data's group width, and the
+    code already works out how many such groups a 64-lane wavefront holds."""
+    fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
+    if fn is None or not re.fullmatch(r"[A-Za-z_]\w*|\d+[uU]?", operand):
+        return False
+    key = ("adapts", fn.start, operand)
+    known = ctx.memo.get(key)
+    if known is None:
+        code = ctx.data[fn.start : fn.end]
+        name = re.escape(operand.encode())
+        pattern = re.compile(
+            rb"\b([A-Za-z_]\w*)" + RELATION + name + rb"\b"
+            rb"|\b" + name + RELATION + rb"([A-Za-z_]\w*)\b"
+        )
+        known = False
+        for match in pattern.finditer(code):
+            other = (match.group(1) or match.group(2)).decode()
+            if other == "warpSize" or (
+                WIDTH_QUERY_NAME.search(other) and ctx._with_locals(other, offset) is None
+            ):
+                known = True
+                break
+        ctx.memo[key] = known
+    return bool(known)
+
+
 def _explicit_width(text: bytes, match: re.Match[bytes]) -> bool:
     arguments = shuffle_arguments(text, match.end())
     position = 3 if match.group(1) else 2
@@ -93,6 +130,8 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
         grouping = _grouping(ctx, start)
         if grouping == "width":
             return  # every shuffle here names its 32-lane width: the groups are deliberate
+        if _adapts_to_warp_width(ctx, text(node), start):
+            return  # 32 is the data's row width; groups per warp are derived from the lanes
         if grouping == "tile":
             kw["message"] = (
                 f"{kw.get('message', '')}; consistent with the cooperative-groups tiles of 32 "
