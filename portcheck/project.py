@@ -48,13 +48,16 @@ MAX_DEPTH = 12
 class Pending(NamedTuple):
     """A finding whose truth depends on facts outside its file: report it when `expr`
     evaluates (in an AMD build) to one of `values` (or to none of them, `negate`), and,
-    if `device_macros` is set, when one of those macros hides a device qualifier."""
+    if `device_macros` is set, when one of those macros hides a device qualifier.
+    `fold`: a use of the project's logical warp width may be reported once, at the
+    definition, instead of here (False for uses that are wrong at any logical width)."""
 
     finding: Finding
     expr: str = ""
     values: tuple[int, ...] = ()
     negate: bool = False
     device_macros: tuple[str, ...] = ()
+    fold: bool = True
 
 
 @dataclass
@@ -497,7 +500,7 @@ class ProjectFacts:
             key = (def_path, definition.offset)
             root = self.roots.setdefault(key, (finding.slug, def_path, definition, constant, []))
             root[4].append(finding)
-            if self._logical_width(finding.slug, definition, def_path, constant):
+            if pending.fold and self._logical_width(finding.slug, definition, def_path, constant):
                 return None  # reported once, at the definition
         return finding
 

@@ -189,6 +189,7 @@ def warp_size_assumption(ctx: Context) -> None:
                 "constexpr, or `[64]`.",
             )
     warp_synchronous(ctx)
+    tile_shares(ctx)
     for loop in ctx.device_nodes("for"):
         init = loop.child_by_field_name("initializer")
         body = loop.child_by_field_name("body")
@@ -208,6 +209,47 @@ def warp_size_assumption(ctx: Context) -> None:
                 message="shuffle reduction starts at offset 16, covering only 32 lanes",
                 fix="Start at `warpSize / 2` so all 64 lanes of a CDNA wavefront are reduced.",
             )
+
+
+# `static constexpr int ne = I * J / 32;` then `float x[ne];`: each lane's share of a tile
+# that a 32-lane warp holds between its lanes (an mma/ldmatrix fragment layout).
+TILE_SHARE = re.compile(
+    r"^\(?\s*(?:[A-Za-z_]\w*|\d+)\s*\*\s*(?:[A-Za-z_]\w*|\d+)\s*\)?\s*/\s*"
+    r"(?P<lanes>[A-Za-z_]\w*|\d+[uU]?)$"
+)
+
+
+def tile_shares(ctx: Context) -> None:
+    """Per-lane register arrays sized as a tile's elements over 32 lanes. Reported at the
+    use even where the project's 32 is a deliberate logical width: a fragment layout
+    is the hardware's, and CDNA's MFMA spreads its tiles over 64 lanes."""
+    for constant in ctx.preproc.constants:
+        match = TILE_SHARE.match(constant.expr)
+        if match is None:
+            continue
+        array = re.compile(
+            rb"\b[A-Za-z_][\w:]*\s+[A-Za-z_]\w*\s*\[\s*"
+            + re.escape(constant.name.encode())
+            + rb"\s*\]"
+        )
+        if array.search(ctx.data, constant.offset) is None:
+            continue
+        lanes = match.group("lanes")
+        message = (
+            f"`{constant.name} = {constant.expr}` gives each lane its share of a tile held by a "
+            "32-lane warp (an NVIDIA mma fragment layout); CDNA wavefronts are 64 wide and "
+            "MFMA fragments are laid out differently"
+        )
+        fix = (
+            "Size the share from the wave size (`I * J / warpSize`) and map lanes to the "
+            "MFMA/WMMA layouts (rocWMMA), as the AMD branch of such a tile does."
+        )
+        start, end = constant.offset, constant.offset + len(constant.name.encode())
+        if lanes[0].isdigit():
+            if int(lanes.rstrip("uU")) == 32:
+                ctx.report(start, end, message, fix=fix)
+        else:
+            ctx.report(start, end, message, fix=fix, when=(lanes, (32,), False), fold=False)
 
 
 # The classic unrolled warp reduction: `if (tid < 32) { volatile float* s = sdata;
