@@ -49,8 +49,10 @@ class Pending(NamedTuple):
     """A finding whose truth depends on facts outside its file: report it when `expr`
     evaluates (in an AMD build) to one of `values` (or to none of them, `negate`), and,
     if `device_macros` is set, when one of those macros hides a device qualifier.
-    `fold`: a use of the project's logical warp width may be reported once, at the
-    definition, instead of here (False for uses that are wrong at any logical width)."""
+    `fold`: the finding is a use of the definition that decided it: listed at that
+    definition, and reported only there when it is the project's logical warp width.
+    False for findings that stand on their own (wrong at any logical width, or decided
+    by a constant that is not itself the fault)."""
 
     finding: Finding
     expr: str = ""
@@ -496,11 +498,11 @@ class ProjectFacts:
             message=f"{finding.message} (`{definition.name}` is {constant}: "
             f"{def_path}:{definition.line})",
         )
-        if finding.slug in DEFINITION_SLUGS and constant is not None:
+        if pending.fold and finding.slug in DEFINITION_SLUGS and constant is not None:
             key = (def_path, definition.offset)
             root = self.roots.setdefault(key, (finding.slug, def_path, definition, constant, []))
             root[4].append(finding)
-            if pending.fold and self._logical_width(finding.slug, definition, def_path, constant):
+            if self._logical_width(finding.slug, definition, def_path, constant):
                 return None  # reported once, at the definition
         return finding
 

@@ -261,8 +261,8 @@ class Context:
 
         `when=(expr, values, negate)`: only if the constant expression `expr`, evaluated
         with the whole project's constants, is (or, negated, is not) one of `values`;
-        `fold=False` keeps the finding here even where the project reports its logical
-        warp width once at the definition (see Pending)."""
+        `fold=False`: the finding is not a use of the constant that decides it, so it is
+        neither listed at nor folded into that constant's definition (see Pending)."""
         spec = catalogue()[slug] if slug is not None else self._current
         assert spec is not None, "report() called outside a registered check"
         span = self.span(start, end)

@@ -12,7 +12,8 @@ from portcheck.checks.syntax import (
     text,
 )
 from portcheck.model import Severity, Status, Verdicts
-from portcheck.preproc import SHUFFLE, shuffle_arguments
+from portcheck.preproc import SHUFFLE, mask_comments_and_strings, shuffle_arguments
+from portcheck.project import WARP_WIDTH_NAME
 
 # An operand that is plausibly a thread or lane index.
 THREAD_INDEX = re.compile(
@@ -190,6 +191,7 @@ def warp_size_assumption(ctx: Context) -> None:
             )
     warp_synchronous(ctx)
     tile_shares(ctx)
+    width_ladders(ctx)
     for loop in ctx.device_nodes("for"):
         init = loop.child_by_field_name("initializer")
         body = loop.child_by_field_name("body")
@@ -250,6 +252,56 @@ def tile_shares(ctx: Context) -> None:
                 ctx.report(start, end, message, fix=fix)
         else:
             ctx.report(start, end, message, fix=fix, when=(lanes, (32,), False), fold=False)
+
+
+# `if (threads_per_head == 8) … else if (threads_per_head == 16) … else if (… == 32)`:
+# a launch ladder over group widths whose top rung is one 32-lane warp.
+LADDER_RUNG = re.compile(rb"\bif\s*\(\s*([A-Za-z_]\w*)\s*==\s*(\d+)\s*\)")
+LANE_COUNT_NAME = re.compile(r"(?i)thread|lane|width|warp|group")
+LADDER_GAP = 600  # bytes between two rungs of one ladder
+IDENTIFIER = re.compile(rb"\b[A-Za-z_]\w*")
+DIRECTIVE_LINE = re.compile(rb"\n[ \t]*#")  # ladders in different branches are different
+
+
+def width_ladders(ctx: Context) -> None:
+    """A dispatch over lane-group widths that stops at 32, in a file that reads the
+    project's warp width: where that width is 64 (an AMD build), the widest group the
+    code asks for has no rung. Decided with the project's constants."""
+    if b"== 32" not in ctx.data and b"==32" not in ctx.data:
+        return
+    masked = mask_comments_and_strings(ctx.data)
+    ladders: dict[str, list[list[re.Match[bytes]]]] = {}
+    for rung in LADDER_RUNG.finditer(masked):
+        runs = ladders.setdefault(rung.group(1).decode(), [])
+        gap = masked[runs[-1][-1].end() : rung.start()] if runs else b""
+        if runs and len(gap) <= LADDER_GAP and DIRECTIVE_LINE.search(gap) is None:
+            runs[-1].append(rung)
+        else:
+            runs.append([rung])
+    widths: list[str] | None = None
+    for name, runs in ladders.items():
+        if not LANE_COUNT_NAME.search(name):
+            continue
+        for rungs in runs:
+            values = {int(r.group(2)) for r in rungs}
+            if 32 not in values or 64 in values or len(values & {2, 4, 8, 16}) < 2:
+                continue
+            if widths is None:
+                names = {m.group().decode() for m in IDENTIFIER.finditer(masked)}
+                widths = sorted(n for n in names if WARP_WIDTH_NAME.search(n))
+            if not widths:
+                return
+            top = next(r for r in rungs if int(r.group(2)) == 32)
+            ctx.report(
+                top.start(1),
+                top.end(2),
+                f"`{name}` is dispatched over group widths up to 32, one NVIDIA warp; this "
+                "project's warp width is 64 on AMD, so a group as wide as the wavefront has "
+                "no case",
+                fix="Add the 64-lane case (or derive the ladder's top from the warp width).",
+                when=(" || ".join(f"{w} == 64" for w in widths), (1,), False),
+                fold=False,
+            )
 
 
 # The classic unrolled warp reduction: `if (tid < 32) { volatile float* s = sdata;
