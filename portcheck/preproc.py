@@ -640,10 +640,21 @@ def looks_like_other_dialect_guard(name: str) -> bool:
     return OTHER_CUDA_DIALECT.search(name) is not None
 
 
+# The wavefront width of an AMD build: hip-clang's `__AMDGCN_WAVEFRONT_SIZE` or the width a
+# project's build passes (`-DROCM_WAVEFRONT_SIZE=64`). 64 or 32 by GPU; the default target is
+# any AMD GPU, so it is taken as 64, the width at which 32-lane code breaks (a wave32 target
+# is credited per finding, see the target profile).
+WAVEFRONT_MACRO = re.compile(r"(?:^|_)WAVEFRONT_SIZE(?:__)?$")
+AMD_WAVEFRONT = 64
+
+
 def unless_defined(name: str, amd: bool) -> object:
     """What `name` is in a build for AMD (amd=True) or NVIDIA when the project's own code
     does not decide it: the platform guards and what the build system sets (`-DBNB_HIP`,
-    `-DAMREX_USE_CUDA`), the toolkit's own macros (`__CUDA_ARCH__`, `CUDART_VERSION`)."""
+    `-DAMREX_USE_CUDA`), the toolkit's own macros (`__CUDA_ARCH__`, `CUDART_VERSION`), the
+    wavefront width."""
+    if amd and WAVEFRONT_MACRO.search(name):
+        return AMD_WAVEFRONT
     if is_amd_guard(name) or looks_like_amd_guard(name):
         return 1 if amd else UNDEFINED
     if name in NVIDIA_ONLY or name in NVIDIA_TOOLKIT_MACROS or looks_like_nvidia_guard(name):

@@ -467,6 +467,8 @@ class ProjectFacts:
         def env(name: str) -> object:
             if is_amd_guard(name) or name in NVIDIA_ONLY:
                 return self.macro(name, True)
+            if name not in self._constants:  # what the build or the compiler sets
+                return unless_defined(name, True)
             return self.value(name, path, depth)
 
         return evaluate(expr, env, in_if=False)
