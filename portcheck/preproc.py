@@ -413,6 +413,19 @@ DEFINED = object()  # defined, with a value that is not known
 Environment = Callable[[str], object]
 
 
+# C++'s alternative spellings of operators, which are operators in `#if` too.
+ALTERNATIVE_TOKENS = {
+    "and": "&&",
+    "or": "||",
+    "not": "!",
+    "bitand": "&",
+    "bitor": "|",
+    "xor": "^",
+    "compl": "~",
+    "not_eq": "!=",
+}
+
+
 @lru_cache(maxsize=4096)
 def tokens(expr: str) -> list[tuple[str, str]] | None:
     """(kind, text) tokens of an expression; None when it has something we do not read."""
@@ -424,7 +437,10 @@ def tokens(expr: str) -> list[tuple[str, str]] | None:
         if match is None or match.end() == position:
             return None
         kind = match.lastgroup or "op"
-        found.append((kind, match.group(kind)))
+        text = match.group(kind)
+        if kind == "name" and text in ALTERNATIVE_TOKENS:  # `#if defined(X) and not Y`
+            kind, text = "op", ALTERNATIVE_TOKENS[text]
+        found.append((kind, text))
         position = match.end()
     return found
 
