@@ -413,6 +413,19 @@ DEFINED = object()  # defined, with a value that is not known
 Environment = Callable[[str], object]
 
 
+# C++'s alternative spellings of operators, which are operators in `#if` too.
+ALTERNATIVE_TOKENS = {
+    "and": "&&",
+    "or": "||",
+    "not": "!",
+    "bitand": "&",
+    "bitor": "|",
+    "xor": "^",
+    "compl": "~",
+    "not_eq": "!=",
+}
+
+
 @lru_cache(maxsize=4096)
 def tokens(expr: str) -> list[tuple[str, str]] | None:
     """(kind, text) tokens of an expression; None when it has something we do not read."""
@@ -424,7 +437,10 @@ def tokens(expr: str) -> list[tuple[str, str]] | None:
         if match is None or match.end() == position:
             return None
         kind = match.lastgroup or "op"
-        found.append((kind, match.group(kind)))
+        text = match.group(kind)
+        if kind == "name" and text in ALTERNATIVE_TOKENS:  # `#if defined(X) and not Y`
+            kind, text = "op", ALTERNATIVE_TOKENS[text]
+        found.append((kind, text))
         position = match.end()
     return found
 
@@ -630,13 +646,36 @@ def looks_like_nvidia_guard(name: str) -> bool:
     return NVIDIA_NAME.search(name) is not None
 
 
+# Other vendors' compilers of CUDA sources (Moore Threads' MUSA builds the same files with
+# `-DGGML_USE_MUSA`, `__MUSA_ARCH__`): a hipcc build is never one of them, so their switches
+# are undefined there, whatever the NVIDIA build makes of them.
+OTHER_CUDA_DIALECT = re.compile(r"(?:^|_)(?:USE|WITH|ENABLE)_MUSA$|^__MUSA\w*__$")
+
+
+def looks_like_other_dialect_guard(name: str) -> bool:
+    return OTHER_CUDA_DIALECT.search(name) is not None
+
+
+# The wavefront width of an AMD build: hip-clang's `__AMDGCN_WAVEFRONT_SIZE` or the width a
+# project's build passes (`-DROCM_WAVEFRONT_SIZE=64`). 64 or 32 by GPU; the default target is
+# any AMD GPU, so it is taken as 64, the width at which 32-lane code breaks (a wave32 target
+# is credited per finding, see the target profile).
+WAVEFRONT_MACRO = re.compile(r"(?:^|_)WAVEFRONT_SIZE(?:__)?$")
+AMD_WAVEFRONT = 64
+
+
 def unless_defined(name: str, amd: bool) -> object:
     """What `name` is in a build for AMD (amd=True) or NVIDIA when the project's own code
     does not decide it: the platform guards and what the build system sets (`-DBNB_HIP`,
-    `-DAMREX_USE_CUDA`), the toolkit's own macros (`__CUDA_ARCH__`, `CUDART_VERSION`)."""
+    `-DAMREX_USE_CUDA`), the toolkit's own macros (`__CUDA_ARCH__`, `CUDART_VERSION`), the
+    wavefront width."""
+    if amd and WAVEFRONT_MACRO.search(name):
+        return AMD_WAVEFRONT
     if is_amd_guard(name) or looks_like_amd_guard(name):
         return 1 if amd else UNDEFINED
     if name in NVIDIA_ONLY or name in NVIDIA_TOOLKIT_MACROS or looks_like_nvidia_guard(name):
+        return UNDEFINED if amd else None
+    if looks_like_other_dialect_guard(name):
         return UNDEFINED if amd else None
     return None
 

@@ -48,13 +48,18 @@ MAX_DEPTH = 12
 class Pending(NamedTuple):
     """A finding whose truth depends on facts outside its file: report it when `expr`
     evaluates (in an AMD build) to one of `values` (or to none of them, `negate`), and,
-    if `device_macros` is set, when one of those macros hides a device qualifier."""
+    if `device_macros` is set, when one of those macros hides a device qualifier.
+    `fold`: the finding is a use of the definition that decided it: listed at that
+    definition, and reported only there when it is the project's logical warp width.
+    False for findings that stand on their own (wrong at any logical width, or decided
+    by a constant that is not itself the fault)."""
 
     finding: Finding
     expr: str = ""
     values: tuple[int, ...] = ()
     negate: bool = False
     device_macros: tuple[str, ...] = ()
+    fold: bool = True
 
 
 @dataclass
@@ -462,6 +467,8 @@ class ProjectFacts:
         def env(name: str) -> object:
             if is_amd_guard(name) or name in NVIDIA_ONLY:
                 return self.macro(name, True)
+            if name not in self._constants:  # what the build or the compiler sets
+                return unless_defined(name, True)
             return self.value(name, path, depth)
 
         return evaluate(expr, env, in_if=False)
@@ -493,7 +500,7 @@ class ProjectFacts:
             message=f"{finding.message} (`{definition.name}` is {constant}: "
             f"{def_path}:{definition.line})",
         )
-        if finding.slug in DEFINITION_SLUGS and constant is not None:
+        if pending.fold and finding.slug in DEFINITION_SLUGS and constant is not None:
             key = (def_path, definition.offset)
             root = self.roots.setdefault(key, (finding.slug, def_path, definition, constant, []))
             root[4].append(finding)

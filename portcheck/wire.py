@@ -331,6 +331,7 @@ PENDING = Record(
         ("values", Field(list, lambda v: tuple(_check_int(x) for x in _check_list(v)))),
         ("negate", BOOL),
         ("device_macros", STR_TUPLE),
+        ("fold", BOOL),
     ],
 )
 AMD_PATH = Record(AmdPath, [("path", STR), ("start_line", INT), ("end_line", INT), ("guard", STR)])

@@ -12,7 +12,8 @@ from portcheck.checks.syntax import (
     text,
 )
 from portcheck.model import Severity, Status, Verdicts
-from portcheck.preproc import SHUFFLE, shuffle_arguments
+from portcheck.preproc import SHUFFLE, mask_comments_and_strings, shuffle_arguments
+from portcheck.project import WARP_WIDTH_NAME
 
 # An operand that is plausibly a thread or lane index.
 THREAD_INDEX = re.compile(
@@ -73,6 +74,43 @@ def _grouping(ctx: Context, offset: int) -> str | None:
     return known or None
 
 
+# A name for the hardware's lane count: `warpSize`, or a local read from a query of it
+# (`const int lanes = physical_warp_width();`, `wave_size`).
+WIDTH_QUERY_NAME = re.compile(
+    r"(?i)(?:warp|wave(?:front)?)_?(?:size|width|lanes?|sz)$|^(?:n_?)?lanes$|lanes_?per_?(?:warp|wave)"
+)
+RELATION = rb"\s*(?:/|%|<=?|>=?|==|!=)\s*"
+
+
+def _adapts_to_warp_width(ctx: Context, operand: str, offset: int) -> bool:
+    """Does the function around `offset` relate `operand` (a group width of 32) to the
+    hardware's lane count, as in `rows_per_warp = warp_lanes / row_width` or
+    `warp_lanes > row_width ? ... : ...`? Then the 32 is the data's group width, and the
+    code already works out how many such groups a 64-lane wavefront holds."""
+    fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
+    if fn is None or not re.fullmatch(r"[A-Za-z_]\w*|\d+[uU]?", operand):
+        return False
+    key = ("adapts", fn.start, operand)
+    known = ctx.memo.get(key)
+    if known is None:
+        code = ctx.data[fn.start : fn.end]
+        name = re.escape(operand.encode())
+        pattern = re.compile(
+            rb"\b([A-Za-z_]\w*)" + RELATION + name + rb"\b"
+            rb"|\b" + name + RELATION + rb"([A-Za-z_]\w*)\b"
+        )
+        known = False
+        for match in pattern.finditer(code):
+            other = (match.group(1) or match.group(2)).decode()
+            if other == "warpSize" or (
+                WIDTH_QUERY_NAME.search(other) and ctx._with_locals(other, offset) is None
+            ):
+                known = True
+                break
+        ctx.memo[key] = known
+    return bool(known)
+
+
 def _explicit_width(text: bytes, match: re.Match[bytes]) -> bool:
     arguments = shuffle_arguments(text, match.end())
     position = 3 if match.group(1) else 2
@@ -93,6 +131,8 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
         grouping = _grouping(ctx, start)
         if grouping == "width":
             return  # every shuffle here names its 32-lane width: the groups are deliberate
+        if _adapts_to_warp_width(ctx, text(node), start):
+            return  # 32 is the data's row width; groups per warp are derived from the lanes
         if grouping == "tile":
             kw["message"] = (
                 f"{kw.get('message', '')}; consistent with the cooperative-groups tiles of 32 "
@@ -150,6 +190,8 @@ def warp_size_assumption(ctx: Context) -> None:
                 "constexpr, or `[64]`.",
             )
     warp_synchronous(ctx)
+    tile_shares(ctx)
+    width_ladders(ctx)
     for loop in ctx.device_nodes("for"):
         init = loop.child_by_field_name("initializer")
         body = loop.child_by_field_name("body")
@@ -168,6 +210,97 @@ def warp_size_assumption(ctx: Context) -> None:
                 init.end_byte,
                 message="shuffle reduction starts at offset 16, covering only 32 lanes",
                 fix="Start at `warpSize / 2` so all 64 lanes of a CDNA wavefront are reduced.",
+            )
+
+
+# `static constexpr int ne = I * J / 32;` then `float x[ne];`: each lane's share of a tile
+# that a 32-lane warp holds between its lanes (an mma/ldmatrix fragment layout).
+TILE_SHARE = re.compile(
+    r"^\(?\s*(?:[A-Za-z_]\w*|\d+)\s*\*\s*(?:[A-Za-z_]\w*|\d+)\s*\)?\s*/\s*"
+    r"(?P<lanes>[A-Za-z_]\w*|\d+[uU]?)$"
+)
+
+
+def tile_shares(ctx: Context) -> None:
+    """Per-lane register arrays sized as a tile's elements over 32 lanes. Reported at the
+    use even where the project's 32 is a deliberate logical width: a fragment layout
+    is the hardware's, and CDNA's MFMA spreads its tiles over 64 lanes."""
+    for constant in ctx.preproc.constants:
+        match = TILE_SHARE.match(constant.expr)
+        if match is None:
+            continue
+        array = re.compile(
+            rb"\b[A-Za-z_][\w:]*\s+[A-Za-z_]\w*\s*\[\s*"
+            + re.escape(constant.name.encode())
+            + rb"\s*\]"
+        )
+        if array.search(ctx.data, constant.offset) is None:
+            continue
+        lanes = match.group("lanes")
+        message = (
+            f"`{constant.name} = {constant.expr}` gives each lane its share of a tile held by a "
+            "32-lane warp (an NVIDIA mma fragment layout); CDNA wavefronts are 64 wide and "
+            "MFMA fragments are laid out differently"
+        )
+        fix = (
+            "Size the share from the wave size (`I * J / warpSize`) and map lanes to the "
+            "MFMA/WMMA layouts (rocWMMA), as the AMD branch of such a tile does."
+        )
+        start, end = constant.offset, constant.offset + len(constant.name.encode())
+        if lanes[0].isdigit():
+            if int(lanes.rstrip("uU")) == 32:
+                ctx.report(start, end, message, fix=fix)
+        else:
+            ctx.report(start, end, message, fix=fix, when=(lanes, (32,), False), fold=False)
+
+
+# `if (threads_per_head == 8) … else if (threads_per_head == 16) … else if (… == 32)`:
+# a launch ladder over group widths whose top rung is one 32-lane warp.
+LADDER_RUNG = re.compile(rb"\bif\s*\(\s*([A-Za-z_]\w*)\s*==\s*(\d+)\s*\)")
+LANE_COUNT_NAME = re.compile(r"(?i)thread|lane|width|warp|group")
+LADDER_GAP = 600  # bytes between two rungs of one ladder
+IDENTIFIER = re.compile(rb"\b[A-Za-z_]\w*")
+DIRECTIVE_LINE = re.compile(rb"\n[ \t]*#")  # ladders in different branches are different
+
+
+def width_ladders(ctx: Context) -> None:
+    """A dispatch over lane-group widths that stops at 32, in a file that reads the
+    project's warp width: where that width is 64 (an AMD build), the widest group the
+    code asks for has no rung. Decided with the project's constants."""
+    if b"== 32" not in ctx.data and b"==32" not in ctx.data:
+        return
+    masked = mask_comments_and_strings(ctx.data)
+    ladders: dict[str, list[list[re.Match[bytes]]]] = {}
+    for rung in LADDER_RUNG.finditer(masked):
+        runs = ladders.setdefault(rung.group(1).decode(), [])
+        gap = masked[runs[-1][-1].end() : rung.start()] if runs else b""
+        if runs and len(gap) <= LADDER_GAP and DIRECTIVE_LINE.search(gap) is None:
+            runs[-1].append(rung)
+        else:
+            runs.append([rung])
+    widths: list[str] | None = None
+    for name, runs in ladders.items():
+        if not LANE_COUNT_NAME.search(name):
+            continue
+        for rungs in runs:
+            values = {int(r.group(2)) for r in rungs}
+            if 32 not in values or 64 in values or len(values & {2, 4, 8, 16}) < 2:
+                continue
+            if widths is None:
+                names = {m.group().decode() for m in IDENTIFIER.finditer(masked)}
+                widths = sorted(n for n in names if WARP_WIDTH_NAME.search(n))
+            if not widths:
+                return
+            top = next(r for r in rungs if int(r.group(2)) == 32)
+            ctx.report(
+                top.start(1),
+                top.end(2),
+                f"`{name}` is dispatched over group widths up to 32, one NVIDIA warp; this "
+                "project's warp width is 64 on AMD, so a group as wide as the wavefront has "
+                "no case",
+                fix="Add the 64-lane case (or derive the ladder's top from the warp width).",
+                when=(" || ".join(f"{w} == 64" for w in widths), (1,), False),
+                fold=False,
             )
 
 
