@@ -375,7 +375,8 @@ def _parse_entry(
     described = _fact_sources(entry)
     products = _products(entry, unified)
     routes = _routes(entry)
-    overridden = {p.unified_memory for p in products}
+    # The target's own answer: its products' when they all agree, None when they differ.
+    by_product = {p.unified_memory for p in products} or {unified}
     return GpuProfile(
         gfx=gfx,
         family=entry.choice("family", raw["family"], Family),
@@ -383,7 +384,7 @@ def _parse_entry(
         wavefronts=sizes,
         default_wavefront=default,
         xnack=entry.flag("xnack", raw["xnack"]),
-        unified_memory=None if len(overridden) > 1 else unified,
+        unified_memory=by_product.pop() if len(by_product) == 1 else None,
         fp8=entry.choice("fp8", raw["fp8"], Fp8),
         matrix=matrix,
         matrix_generation=matrix_generation,
@@ -608,10 +609,11 @@ def gpus_where(
 
 
 def describe_gpus(profiles: Iterable[GpuProfile]) -> str:
-    """A set of GPUs in a few words, one part per family, newest family first: a family's
-    `series` when all its members share one ("Vega"), else the range from its oldest to its
-    newest member's flagship product ("MI100-MI355X", with an en dash). Targets without
-    products (gfx940) are named only when nothing else represents their family."""
+    """A set of GPUs of the shipped table in a few words, one part per family, newest family
+    first: a family's `series` when all its members share one ("Vega"), else the range from
+    its oldest to its newest member's flagship product ("MI100-MI355X", with an en dash).
+    Targets without products (gfx940) are named only when nothing else represents their
+    family; a profile narrowed to a product is named by that product."""
     table = gpu_table()
     by_family: dict[Family, dict[str, GpuProfile]] = {}
     for profile in sorted(profiles, key=table.order):
