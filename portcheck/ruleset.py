@@ -305,7 +305,10 @@ def parse_rule_file(text: str, where: str, stem: str) -> tuple[str, str, list[Ap
     return family, str(doc.get("title") or family), rules
 
 
-HAZARD_CATALOGUE = "hazards.yaml"  # lives in rules/ too, but is not an API family
+HAZARD_CATALOGUE = "hazards.yaml"
+GPU_TABLE = "gpus.yaml"  # read by portcheck/gpus.py
+# Files that live in rules/ too but are not API families.
+NOT_FAMILIES = frozenset({HAZARD_CATALOGUE, GPU_TABLE})
 
 
 def _rule_files(folder: Traversable | Path) -> Iterable[Traversable | Path]:
@@ -313,7 +316,7 @@ def _rule_files(folder: Traversable | Path) -> Iterable[Traversable | Path]:
         (
             f
             for f in folder.iterdir()
-            if f.name.endswith(".yaml") and f.name != HAZARD_CATALOGUE and f.is_file()
+            if f.name.endswith(".yaml") and f.name not in NOT_FAMILIES and f.is_file()
         ),
         key=lambda f: f.name,
     )

@@ -36,6 +36,7 @@ def test_wheel_ships_the_rules_and_loads_them(tmp_path):
     assert "portcheck/rules/hazards.yaml" in names
     assert "portcheck/rules/python/packages.yaml" in names
     assert "portcheck/rules/python/apis.yaml" in names
+    assert "portcheck/rules/gpus.yaml" in names
     assert "portcheck/parse/cuda_shim.h" in names  # the libclang front end's CUDA builtins
     # Import from the unpacked wheel only (not the checkout): the rules load from inside it.
     code = (
@@ -55,6 +56,17 @@ def test_wheel_ships_the_rules_and_loads_them(tmp_path):
     assert location.startswith(str(tmp_path / "site"))
     assert int(count) >= 400
     assert int(findings) > 0  # the hazard catalogue ships too
+    # The GPU table ships and loads from inside the wheel.
+    code = "import portcheck.gpus as g; print(g.gpu('mi300x').gfx, g.gpu_table().digest[:8])"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(tmp_path / "site")},
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[0] == "gfx942"
     # libclang decides a file from the installed wheel (the shim header found inside it).
     code = (
         "import sys, portcheck; r = portcheck.scan(sys.argv[1], front_end='deep', cache=False); "
