@@ -119,6 +119,22 @@ def _progress_bar() -> tuple[ProgressCallback | None, Callable[[], None]]:
     return update, progress.stop
 
 
+def _target_options(command: Callable) -> Callable:
+    """--rocm and --gpu: the target profile, shared by scan, rules show, compile, translate."""
+    command = click.option(
+        "--gpu",
+        metavar="ARCH|PRODUCT",
+        help="The AMD GPU to judge for: a gfx name (gfx942, gfx1100) or a product "
+        "(mi300x, rx7900xtx). Default: any AMD GPU, or the project's `gpu` setting.",
+    )(command)
+    return click.option(
+        "--rocm",
+        metavar="VERSION",
+        help="The ROCm release to judge for (6.2, 7.0). Default: the newest the rule set "
+        "knows, or the project's `rocm` setting.",
+    )(command)
+
+
 def _compile_input_options(command: Callable) -> Callable:
     """The options that say how units are built, shared by `compile` and `scan --compile`."""
     options = [
@@ -251,6 +267,7 @@ def main(debug: bool) -> None:
     help="Skip a file (reason: timeout) that takes longer than this to scan; 0: no limit.",
 )
 @_compile_input_options
+@_target_options
 def scan_command(
     path: Path,
     fmt: str,
@@ -267,6 +284,8 @@ def scan_command(
     file_timeout: float,
     deep: bool,
     front_end: str | None,
+    rocm: str | None,
+    gpu: str | None,
     **compile_inputs: Any,
 ) -> None:
     """Scan PATH (a CUDA file or a source tree) and report its portability.
@@ -293,6 +312,8 @@ def scan_command(
             cache=not no_cache,
             front_end=front_end or ("deep" if deep else "auto"),
             file_timeout=file_timeout,
+            rocm=rocm,
+            gpu=gpu,
         )
     except ScanError as exc:
         click.echo(f"Error: {exc}", err=True)

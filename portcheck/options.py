@@ -16,9 +16,12 @@ from typing import Any
 from portcheck.checks import resolve_ignores
 from portcheck.config import ConfigError, load_project_config
 from portcheck.discover import MAX_FILE_BYTES, BadPattern, check_excludes
+from portcheck.gpus import UnknownGpuError, require_gpu
 from portcheck.model import TARGETS, Target
+from portcheck.target import TargetProfile
 
 FRONT_ENDS = ("auto", "deep", "tree-sitter")
+ANY_TARGET = TargetProfile()  # the newest ROCm, any AMD GPU
 DEFAULT_FILE_TIMEOUT = 60.0
 
 
@@ -64,6 +67,7 @@ class ScanOptions:
     front_end: str = "auto"
     max_file_bytes: int = MAX_FILE_BYTES
     file_timeout: float | None = DEFAULT_FILE_TIMEOUT
+    target: TargetProfile = ANY_TARGET  # the ROCm release and GPU judged for
 
     @classmethod
     def of(
@@ -77,6 +81,8 @@ class ScanOptions:
         front_end: str = "auto",
         max_file_bytes: int = MAX_FILE_BYTES,
         file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
+        rocm: str | None = None,
+        gpu: str | None = None,
     ) -> ScanOptions:
         """Options from user input; raises ScanError with one line naming what is wrong."""
         try:
@@ -99,6 +105,7 @@ class ScanOptions:
             front_end=front_end,
             max_file_bytes=max_file_bytes,
             file_timeout=file_timeout or None,
+            target=target_profile(rocm, gpu),
         )
 
     @classmethod
@@ -109,6 +116,8 @@ class ScanOptions:
         targets: str | Sequence[str] | None = None,
         exclude: Sequence[str] = (),
         ignore: Sequence[str] = (),
+        rocm: str | None = None,
+        gpu: str | None = None,
         **settings: Any,
     ) -> ScanOptions:
         """Options for scanning the project at `path`: what the caller gives, over the
@@ -124,9 +133,34 @@ class ScanOptions:
                 targets=targets if targets is not None else config.targets,
                 exclude=(*config.exclude, *exclude),
                 ignore=(*config.ignore, *ignore),
+                rocm=rocm if rocm is not None else config.rocm,
+                gpu=gpu if gpu is not None else config.gpu,
                 **settings,
             )
         except ScanError as exc:
-            if config.source and (config.exclude or config.ignore or config.targets):
+            if config.source:
                 raise ScanError(f"{exc} (settings from {config.source} included)") from None
             raise
+
+
+def target_profile(rocm: str | None, gpu: str | None) -> TargetProfile:
+    """The target a user named (`--rocm 6.2 --gpu mi300x`); ScanError for an unknown GPU or
+    a release that is not a version number."""
+    profile = None
+    if gpu is not None:
+        try:
+            profile = require_gpu(gpu)
+        except UnknownGpuError as exc:
+            raise ScanError(str(exc)) from None
+    return TargetProfile(rocm=parse_rocm(rocm), gpu=profile)
+
+
+def parse_rocm(version: str | None) -> str | None:
+    """`"6.2"`, `"6.2.1"` -> the release as given, checked; None stays None (the newest)."""
+    if version is None:
+        return None
+    text = version.strip()
+    parts = text.split(".")
+    if not (2 <= len(parts) <= 3 and all(p.isdigit() for p in parts)):
+        raise ScanError(f"--rocm {version!r} is not a ROCm release such as 6.2 or 6.4.1")
+    return text

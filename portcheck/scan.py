@@ -180,7 +180,7 @@ def _scan_tree(
     if cache_path is None:
         reads: Iterable[Read] = read_files(candidates)
         scans = _scan(reads, candidates, scanner, options, None, progress, skipped)
-        return _assemble(root, options.targets, scans, skipped), _by_path(scans, keep_files)
+        return _assemble(root, options, scans, skipped), _by_path(scans, keep_files)
     scan_cache = ScanCache(cache_path)
     files: dict[str, FileScan] = {}
     try:
@@ -189,7 +189,14 @@ def _scan_tree(
         keyed, states = read_all_keyed(candidates, scanner, KEEP_READ_BYTES, known)
         if states != known:
             scan_cache.put_file_states(slot, states)
-        key = tree_key(keyed, skipped, MEMO_VERSION, __version__, *map(str, options.targets))
+        key = tree_key(
+            keyed,
+            skipped,
+            MEMO_VERSION,
+            __version__,
+            options.target.digest(),
+            *map(str, options.targets),
+        )
         remembered = None if keep_files else _memo_get(scan_cache, slot, key, root, scanner.rules)
         if remembered is None:
             # A commit that changed a few files: scan them here, without starting a pool.
@@ -198,7 +205,7 @@ def _scan_tree(
             if misses < MIN_FILES_FOR_POOL:
                 options = replace(options, jobs=1)
             scans = _scan(keyed, candidates, scanner, options, scan_cache, progress, skipped)
-            report = _assemble(root, options.targets, scans, skipped)
+            report = _assemble(root, options, scans, skipped)
             files = _by_path(scans, keep_files)
             # A file that ran out of time may finish next time (or with a longer budget).
             if not any(item.reason == TIMEOUT_REASON for item in skipped):
@@ -277,10 +284,12 @@ def _with_missing_sources(root: Path, extension: Extension) -> Extension:
 
 def _assemble(
     root: Path,
-    targets: tuple[Target, ...],
+    options: ScanOptions,
     scans: list[FileScan],
     skipped: list[Skipped],
 ) -> Report:
+    targets = options.targets
+    judge = options.target.judge  # verdicts that depend on the chosen ROCm release and GPU
     # A CUDA-shaped name that the project defines itself (a CUDA_CHECK macro, a
     # cudaHelper function) is the project's own code, not a CUDA API.
     own_names = set().union(*(s.definitions for s in scans)) if scans else set()
@@ -346,6 +355,7 @@ def _assemble(
                 continue
             if place == "nvidia":
                 finding = replace(finding, amd_alternative=True)
+            finding = judge(finding)
             file_findings.append(attributed(finding) if finding.function else finding)
         file_findings.sort(key=lambda f: (f.span.start_byte, f.id))
         uses.extend(kept)

@@ -1,0 +1,112 @@
+"""The user's target: which ROCm release and which AMD GPU, and what that changes.
+
+Owns `TargetProfile` (the release and the GPU a team builds for; no GPU means "any AMD
+GPU") and the verdicts that depend on it, applied to a scan's findings after the per-file
+work (the per-file cache does not depend on the target):
+
+- wavefront width: a 32-wide warp assumption or a 32-bit lane mask is right on a GPU whose
+  HIP code runs 32-wide by default (RDNA) — HIP `supported` there, no score lost — and a
+  defect on wave64 GPUs (GCN, CDNA): HIP `unsupported` there. ZLUDA compiles with 64-wide
+  waves on every GPU, so its verdict does not change. With no GPU chosen, the finding says
+  which GPUs it affects.
+- managed memory: on a GPU with memory shared with the CPU (an APU: MI300A, Strix Halo)
+  `cudaMallocManaged` is plain memory, HIP `supported`; elsewhere it needs XNACK and the
+  message says whether the chosen GPU has it.
+- matrix-core code: `nvcuda::wmma` has a rocWMMA port on GPUs with MFMA or WMMA units, and
+  none on GPUs without matrix cores (HIP `unsupported` there).
+- routes: a route that cannot serve the chosen GPU (ZLUDA on CDNA) is not applicable, with
+  the table's reason.
+The facts come from rules/gpus.yaml (portcheck.gpus), each with its source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from portcheck.gpus import GpuProfile, MatrixKind, describe_unified_memory, describe_wave64
+from portcheck.model import Finding, Status, Target
+
+WAVE_WIDTH_SLUGS = frozenset({"warp-size-assumption", "lane-mask-width"})
+
+
+@dataclass(frozen=True, slots=True)
+class TargetProfile:
+    """The ROCm release and AMD GPU a scan judges for (`gpu` None: any AMD GPU)."""
+
+    rocm: str | None = None
+    gpu: GpuProfile | None = None
+
+    @property
+    def wavefront(self) -> int | None:
+        """The width HIP code runs at on the chosen GPU by default; None without a GPU."""
+        return None if self.gpu is None else self.gpu.warp_size
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "rocm": self.rocm,
+            "gpu": None if self.gpu is None else self.gpu.gfx,
+            "wavefront": self.wavefront,
+        }
+
+    def describe(self) -> str:
+        """One line for a report's headline."""
+        gpu = "any AMD GPU" if self.gpu is None else self.gpu.name
+        wave = "" if self.wavefront is None else f", {self.wavefront}-wide wavefronts"
+        release = f"ROCm {self.rocm}" if self.rocm else "the newest ROCm"
+        return f"Target: {release} on {gpu}{wave}"
+
+    def digest(self) -> str:
+        """What a remembered report's key must include."""
+        gpu = "" if self.gpu is None else f"{self.gpu.gfx}:{self.gpu.product or ''}"
+        return f"rocm={self.rocm or ''};gpu={gpu}"
+
+    def not_applicable(self, targets: Iterable[Target]) -> dict[str, str]:
+        """Routes that cannot serve the chosen GPU, each with the reason (and its source)."""
+        if self.gpu is None:
+            return {}
+        reasons = {}
+        for target in targets:
+            serves, reason = self.gpu.serves(target)
+            if not serves:
+                reasons[str(target)] = f"{self.gpu.name}: {reason}"
+        return reasons
+
+    def judge(self, finding: Finding) -> Finding:
+        """The finding with the verdicts and message this target gives it."""
+        gpu = self.gpu
+        if finding.slug in WAVE_WIDTH_SLUGS:
+            if gpu is None:
+                return _note(finding, f"affects {describe_wave64()}")
+            if gpu.warp_size == 32:
+                return replace(
+                    _note(finding, f"not a defect on {gpu.name} (32-wide wavefronts in HIP)"),
+                    targets=replace(finding.targets, hip=Status.SUPPORTED),
+                )
+            return replace(
+                _note(finding, f"{gpu.name} runs 64-wide wavefronts"),
+                targets=replace(finding.targets, hip=Status.UNSUPPORTED),
+            )
+        if finding.slug == "managed-memory":
+            if gpu is None:
+                return _note(finding, f"plain memory on {describe_unified_memory()}")
+            if gpu.unified_memory:
+                return replace(
+                    _note(finding, f"{gpu.name} shares memory with the CPU"),
+                    targets=replace(finding.targets, hip=Status.SUPPORTED),
+                )
+            if gpu.xnack:
+                return _note(finding, f"{gpu.name} has XNACK: run with HSA_XNACK=1")
+            return _note(finding, f"{gpu.name} has no XNACK: pages do not migrate on demand")
+        if finding.slug == "tensor-core-wmma" and gpu is not None:
+            if gpu.matrix is MatrixKind.NONE:
+                return replace(
+                    _note(finding, f"{gpu.name} has no matrix cores: no rocWMMA port"),
+                    targets=replace(finding.targets, hip=Status.UNSUPPORTED),
+                )
+            return _note(finding, f"{gpu.name} has {gpu.matrix.value.upper()} matrix cores")
+        return finding
+
+
+def _note(finding: Finding, text: str) -> Finding:
+    return replace(finding, message=f"{finding.message} [{text}]")

@@ -1,0 +1,93 @@
+"""Verdicts for the user's target: the same tree judged for different AMD GPUs.
+
+Facts tested, with their source (rules/gpus.yaml records each):
+- gfx942 (MI300X, MI300A) runs 64-wide wavefronts only; gfx1100 (RX 7900 XTX) and gfx1151
+  (Strix Halo) run 32-wide by default in HIP — LLVM AMDGPUUsage.rst, processor table.
+- MI300A and gfx1151 share memory with the CPU (APUs) — ROCm MI300A system optimization
+  guide; LLVM PR 163717 (gfx1151 products).
+- gfx942 has MFMA, gfx1100 WMMA, gfx1010 (RDNA1) no matrix cores — rocWMMA README.
+- ZLUDA runs on RDNA, not on CDNA data-centre GPUs — vosen/ZLUDA docs/src/faq.md.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import FIXTURES, run_portcheck
+
+TREE = FIXTURES / "target" / "target_split"
+
+
+def _report(*args):
+    run = run_portcheck("scan", str(TREE), "--format", "json", "--no-cache", *args)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def _hip(doc, slug):
+    return {f["targets"]["hip"] for f in doc["findings"] if f["slug"] == slug}
+
+
+@pytest.fixture(scope="module")
+def any_gpu():
+    return _report()
+
+
+@pytest.fixture(scope="module")
+def mi300x():
+    return _report("--gpu", "mi300x")
+
+
+@pytest.fixture(scope="module")
+def rx7900xtx():
+    return _report("--gpu", "rx7900xtx")
+
+
+@pytest.fixture(scope="module")
+def strix_halo():
+    return _report("--gpu", "gfx1151")
+
+
+def test_warp_width_is_a_defect_on_wave64_only(any_gpu, mi300x, rx7900xtx):
+    for slug in ("warp-size-assumption", "lane-mask-width"):
+        assert _hip(any_gpu, slug) == {"partial"}
+        assert _hip(mi300x, slug) == {"unsupported"}
+        assert _hip(rx7900xtx, slug) == {"supported"}
+    # Without a GPU the finding names the GPUs it affects.
+    warp = next(f for f in any_gpu["findings"] if f["slug"] == "warp-size-assumption")
+    assert "wave64 GPUs" in warp["message"] and "MI300X" not in warp["message"].split("[")[0]
+    # Nothing to fix on an RDNA card costs no score there; on MI300X it costs more.
+    assert rx7900xtx["summary"]["scores"]["hip"] > any_gpu["summary"]["scores"]["hip"]
+    assert mi300x["summary"]["scores"]["hip"] < any_gpu["summary"]["scores"]["hip"]
+    # ZLUDA builds 64-wide waves on every GPU: its verdict does not move.
+    zluda = {f["targets"]["zluda"] for f in rx7900xtx["findings"] if f["slug"] == "lane-mask-width"}
+    assert zluda == {
+        f["targets"]["zluda"] for f in any_gpu["findings"] if f["slug"] == "lane-mask-width"
+    }
+
+
+def test_managed_memory_is_plain_memory_on_an_apu(mi300x, strix_halo):
+    assert _hip(strix_halo, "managed-memory") == {"supported"}
+    assert _hip(mi300x, "managed-memory") == {"partial"}
+    apu = _report("--gpu", "mi300a")
+    assert _hip(apu, "managed-memory") == {"supported"}
+    messages = [f["message"] for f in mi300x["findings"] if f["slug"] == "managed-memory"]
+    assert all("HSA_XNACK=1" in m for m in messages)
+
+
+def test_tensor_core_code_without_matrix_cores(rx7900xtx):
+    rdna1 = _report("--gpu", "gfx1010")
+    assert _hip(rdna1, "tensor-core-wmma") == {"unsupported"}
+    assert _hip(rx7900xtx, "tensor-core-wmma") == {"partial"}
+    assert all(
+        "WMMA" in f["message"] for f in rx7900xtx["findings"] if f["slug"] == "tensor-core-wmma"
+    )
+
+
+def test_an_unknown_gpu_is_one_line_and_exit_2():
+    run = run_portcheck("scan", str(TREE), "--gpu", "mi300")
+    assert run.returncode == 2
+    assert "unknown GPU 'mi300'" in run.stderr and "mi300x" in run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1
