@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from portcheck import __version__
+from portcheck.config import ConfigError, load_project_config
 from portcheck.model import ENGINES, TARGETS, Report
-from portcheck.options import DEFAULT_FILE_TIMEOUT
+from portcheck.options import DEFAULT_FILE_TIMEOUT, target_profile
 from portcheck.paths import display_path
 from portcheck.report import FORMATS, NOTHING_TO_SCORE, formatter, nothing_to_score
 from portcheck.resources import cache_problem, write_atomically
 from portcheck.ruleset import RuleError
 from portcheck.scan import ProgressCallback, ScanError, ScanOptions, parse_targets, scan_files
+from portcheck.target import TargetProfile
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -294,8 +296,8 @@ def scan_command(
         chosen = parse_targets(targets) if targets is not None else None
     except ScanError as exc:
         raise click.BadParameter(str(exc), param_hint="--targets") from None
-    if do_compile != bool(offload_arch):
-        raise click.UsageError("--compile and --offload-arch go together")
+    if offload_arch and not do_compile:
+        raise click.UsageError("--offload-arch goes with --compile")
     if jobs is not None and jobs > (cpus := _available_cpus()):
         click.echo(
             f"portcheck: -j {jobs} is more than the {cpus} CPU(s) available; using {cpus}", err=True
@@ -318,6 +320,7 @@ def scan_command(
     except ScanError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    archs = _offload_arch(offload_arch, options.target) if do_compile else ""
     progress, stop_progress = _progress_bar()
     try:
         # With --compile the per-file scans are kept: the translation reuses them.
@@ -334,16 +337,16 @@ def scan_command(
     if problem is not None and not no_cache:
         click.echo(f"portcheck: {problem}", err=True)  # once: the cache folder is probed once
     if do_compile:
-        assert offload_arch is not None
         compiled = _run_compile(
             path,
-            offload_arch,
+            archs,
             exclude,
             jobs=jobs,
             cache=not no_cache,
             scans=files,
             **compile_inputs,
         )
+        _say_if_toolchain_is_older(compiled, options.target)
         report = dataclasses.replace(
             report,
             compile_results=tuple(compiled.results),
@@ -607,9 +610,8 @@ def _run_compile(
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @click.option(
     "--offload-arch",
-    required=True,
     metavar="LIST",
-    help="AMD targets, comma-separated (e.g. gfx90a,gfx1030).",
+    help="AMD targets, comma-separated (e.g. gfx90a,gfx1030). Default: the --gpu.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
@@ -633,9 +635,10 @@ def _run_compile(
     show_default=True,
     help="Translation before compiling; 'none' for sources that are HIP already.",
 )
+@_target_options
 def compile_command(
     path: Path,
-    offload_arch: str,
+    offload_arch: str | None,
     fmt: str,
     output: Path | None,
     build_dir: Path | None,
@@ -647,11 +650,16 @@ def compile_command(
     no_cache: bool,
     exclude: tuple[str, ...],
     engine: str,
+    rocm: str | None,
+    gpu: str | None,
 ) -> None:
     """Translate the CUDA under PATH and compile each unit with hipcc for each target.
     Exit 0 when everything builds, 1 when something fails, 2 for a usage error, 3 when
     hipcc is missing, 130 when interrupted."""
     from portcheck.report.compile import render_compile
+
+    target = _target_profile(path, rocm, gpu)
+    offload_arch = _offload_arch(offload_arch, target)
 
     report = _run_compile(
         path,
@@ -676,8 +684,45 @@ def compile_command(
         click.echo(
             f"portcheck: wrote {fmt} compile report to {display_path(str(output))}", err=True
         )
+    _say_if_toolchain_is_older(report, target)
     if any(not r.ok for r in report.results):
         sys.exit(EXIT_FAIL_UNDER)
+
+
+def _target_profile(path: Path, rocm: str | None, gpu: str | None) -> TargetProfile:
+    """The --rocm/--gpu target over the project's settings; a bad one ends with exit 2."""
+    try:
+        config = load_project_config(path)
+        return target_profile(rocm or config.rocm, gpu or config.gpu)
+    except (ScanError, ConfigError) as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+
+def _offload_arch(offload_arch: str | None, target: TargetProfile) -> str:
+    """--offload-arch, else the chosen GPU's gfx target."""
+    if offload_arch:
+        return offload_arch
+    if target.gpu is None:
+        raise click.UsageError("give --offload-arch (e.g. gfx90a,gfx1030) or --gpu")
+    return target.gpu.gfx
+
+
+def _say_if_toolchain_is_older(report: CompileReport, target: TargetProfile) -> None:
+    """The installed hipcc may be an older ROCm than the one the team targets: say what
+    that means for the results, once."""
+    have = report.toolchain.rocm
+    if target.rocm is None or have is None:
+        return
+    wanted = tuple(int(p) for p in target.rocm.split("."))
+    if have[: len(wanted)] < wanted:
+        installed = ".".join(map(str, have))
+        click.echo(
+            f"portcheck: the installed hipcc is ROCm {installed}, older than the ROCm "
+            f"{target.rocm} you target: units that fail for an API it lacks (class "
+            f"rocm-version) may build with ROCm {target.rocm}",
+            err=True,
+        )
 
 
 @main.group("rules")

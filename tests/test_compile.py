@@ -233,3 +233,28 @@ def test_scan_compile_scans_each_file_once(tmp_path, monkeypatch):
     assert [r["path"] for r in failed] == ["inline_ptx.cu"]
     assert failed[0]["class"] == "port-problem"
     assert failed[0]["findings"], "the inline-PTX finding explains the failure"
+
+
+def test_compile_for_the_chosen_gpu_and_what_the_toolchain_lacks(tmp_path):
+    """`--gpu` picks the offload target; a GPU the installed hipcc (ROCm 5.2) cannot build
+    (gfx1100, RX 7900 XTX) and a newer --rocm are said plainly, not blamed on the code."""
+    shutil.copy(COMPILE_FIXTURES / "saxpy.cu", tmp_path)
+    run = run_portcheck(
+        "compile",
+        str(tmp_path),
+        "--gpu",
+        "rx7900xtx",
+        "--rocm",
+        "6.2",
+        "--format",
+        "json",
+        timeout=600,
+    )
+    doc = json.loads(run.stdout)
+    assert [(r["arch"], r["class"]) for r in doc["results"]] == [("gfx1100", "unsupported-target")]
+    assert "cannot build gfx1100" in doc["results"][0]["explanation"]
+    assert "older than the ROCm 6.2 you target" in run.stderr
+    rdna2 = run_portcheck("compile", str(tmp_path), "--gpu", "rx6800", timeout=600)
+    assert rdna2.returncode == 0 and "gfx1030" in rdna2.stdout
+    neither = run_portcheck("compile", str(tmp_path))
+    assert neither.returncode == 2 and "--offload-arch" in neither.stderr
