@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from portcheck.model import Status, Target
+from portcheck.model import Effort, EffortCategory, Status, Target
 
 
 class _Verdicts(Protocol):
@@ -123,9 +123,9 @@ def category(kind: str, status: Status, target: str) -> str | None:
 
 def effort(
     uses: Sequence[Judged], findings: Sequence[Hazard], targets: Sequence[str]
-) -> dict[str, dict[str, object]]:
+) -> dict[str, Effort]:
     """Per target: items and hours per category, and the total hours."""
-    result: dict[str, dict[str, object]] = {}
+    result: dict[str, Effort] = {}
     statuses = _statuses(uses)
     for target in targets:
         counts = dict.fromkeys(HOURS, 0)
@@ -134,9 +134,9 @@ def effort(
             if name is not None:
                 counts[name] += 1
         categories = {
-            name: {"items": count, "hours": round(count * HOURS[name], 1)}
+            name: EffortCategory(items=count, hours=round(count * HOURS[name], 1))
             for name, count in counts.items()
         }
-        total = round(sum(c["hours"] for c in categories.values()), 1)
-        result[str(target)] = {"categories": categories, "total_hours": total}
+        total = round(sum(c.hours for c in categories.values()), 1)
+        result[str(target)] = Effort(categories=categories, total_hours=total)
     return result

@@ -27,6 +27,8 @@ from portcheck.filescan import FileScan
 from portcheck.model import (
     AmdPath,
     Dependency,
+    Effort,
+    EffortCategory,
     Extension,
     FileSummary,
     Finding,
@@ -164,26 +166,29 @@ def _decode_scores(value: Any) -> dict[str, int | None]:
 SCORES = Field(dict, _decode_scores)
 
 
-def _decode_effort(value: Any) -> dict[str, dict[str, object]]:
+def _decode_effort(value: Any) -> dict[str, Effort]:
     """{route: {"categories": {name: {"items": int, "hours": number}}, "total_hours": n}}"""
     if type(value) is not dict:
         raise _bad("expected effort")
-    for estimate in value.values():
+    efforts = {}
+    for route, estimate in value.items():
         if type(estimate) is not dict or set(estimate) != {"categories", "total_hours"}:
             raise _bad("expected an effort estimate")
-        _decode_float(estimate["total_hours"])
         categories = estimate["categories"]
         if type(categories) is not dict:
             raise _bad("expected effort categories")
-        for counts in categories.values():
+        decoded = {}
+        for name, counts in categories.items():
             if type(counts) is not dict or set(counts) != {"items", "hours"}:
                 raise _bad("expected an effort category")
-            _check_int(counts["items"])
-            _decode_float(counts["hours"])
-    return value
+            decoded[name] = EffortCategory(
+                _check_int(counts["items"]), _decode_float(counts["hours"])
+            )
+        efforts[route] = Effort(decoded, _decode_float(estimate["total_hours"]))
+    return efforts
 
 
-EFFORT = Field(lambda effort: {k: dict(v) for k, v in effort.items()}, _decode_effort)
+EFFORT = Field(lambda effort: {k: v.to_dict() for k, v in effort.items()}, _decode_effort)
 
 
 # ------------------------------------------------------------------ records
@@ -603,7 +608,8 @@ _REPORT_FIELDS: list[tuple[str, Field]] = [
 
 
 def encode_report(report: Report) -> bytes:
-    """A scan's report (before --compile and --baseline add to it: those are not kept)."""
+    """A scan's report (before --compile and --baseline add to it: compile_results,
+    toolchain and new_finding_indices are not kept)."""
     body: dict[str, object] = {
         "targets": [target.value for target in report.targets],
         "uses": encode_uses(report.uses),

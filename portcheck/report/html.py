@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -23,7 +23,17 @@ from jinja2 import BaseLoader, Environment, StrictUndefined, TemplateNotFound
 from markupsafe import Markup, escape
 
 from portcheck.checks import catalogue
-from portcheck.model import Finding, PyUse, Report, Severity, Status, Target, Use
+from portcheck.model import (
+    Diagnostic,
+    EffortCategory,
+    Finding,
+    PyUse,
+    Report,
+    Severity,
+    Status,
+    Target,
+    Use,
+)
 from portcheck.report import (
     NOTHING_TO_SCORE_SENTENCE,
     amd_path_sentence,
@@ -114,9 +124,9 @@ def _inline_code(text: str) -> Markup:
     return Markup("").join(out)
 
 
-def _hours(value: object) -> str:
+def _hours(value: float) -> str:
     """15.5 -> "15.5", 85.0 -> "85", 1234.0 -> "1,234"."""
-    number = round(float(value), 1)  # type: ignore[arg-type]
+    number = round(float(value), 1)
     return f"{number:,.1f}".removesuffix(".0")
 
 
@@ -131,7 +141,7 @@ class Route:
     score: int | None  # None: nothing to score
     tone: str
     hours: float
-    categories: dict[str, dict[str, float]]
+    categories: dict[str, EffortCategory]
     blocked_by: str
     counts: dict[str, int]  # work items by status
 
@@ -235,7 +245,7 @@ def _python(report: Report) -> dict[str, object] | None:
             "blurb": PY_ROUTE_BLURB[route],
             "score": score,
             "tone": _tone(score),
-            "hours": _hours(section.effort[route]["total_hours"]),
+            "hours": _hours(section.effort[route].total_hours),
         }
         for route, score in section.scores.items()
     ]
@@ -415,8 +425,7 @@ def _routes(report: Report) -> list[Route]:
     routes = []
     for target in report.targets:
         key = str(target)
-        estimate = report.effort.get(key, {})
-        categories: Mapping[str, Mapping[str, float]] = estimate.get("categories", {})  # type: ignore[assignment]
+        estimate = report.effort.get(key)
         items = work_items(report.uses, report.findings, target).values()
         counts = Counter(str(status) for _, status in items)
         routes.append(
@@ -426,8 +435,8 @@ def _routes(report: Report) -> list[Route]:
                 blurb=ROUTE_BLURB[target],
                 score=report.scores[key],
                 tone=_tone(report.scores[key]),
-                hours=float(estimate.get("total_hours", 0.0)),  # type: ignore[arg-type]
-                categories={name: dict(values) for name, values in categories.items()},
+                hours=estimate.total_hours if estimate else 0.0,
+                categories=dict(estimate.categories) if estimate else {},
                 blocked_by=_blocked_by(report, target),
                 counts={str(s): counts[str(s)] for s in STATUS_ORDER},
             )
@@ -437,6 +446,11 @@ def _routes(report: Report) -> list[Route]:
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _items_in(route: Route, category: str) -> int:
+    found = route.categories.get(category)
+    return found.items if found else 0
 
 
 def _recommendation(routes: list[Route]) -> str:
@@ -449,8 +463,8 @@ def _recommendation(routes: list[Route]) -> str:
     if all(r.score == 100 for r in routes) and not any(r.hours for r in routes):
         return "Nothing to port: no CUDA construct that needs work was found."
     best = max(routes, key=lambda r: (r.score or 0, -r.hours))
-    rewrites = int(best.categories.get("rewrite", {}).get("items", 0))
-    reviews = int(best.categories.get("review", {}).get("items", 0))
+    rewrites = _items_in(best, "rewrite")
+    reviews = _items_in(best, "review")
     needs = []
     if rewrites:
         needs.append(_plural(rewrites, "rewrite"))
@@ -624,12 +638,12 @@ def _finding_cards(report: Report) -> list[FindingCard]:
     return cards
 
 
-def _distinct_diagnostics(diagnostics: list[dict[str, object]]) -> list[dict[str, object]]:
+def _distinct_diagnostics(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     """A header included twice reports the same line twice; show it once."""
     seen: set[tuple[object, ...]] = set()
     distinct = []
     for diagnostic in diagnostics:
-        key = (diagnostic["path"], diagnostic["line"], diagnostic["column"], diagnostic["message"])
+        key = (diagnostic.path, diagnostic.line, diagnostic.column, diagnostic.message)
         if key not in seen:
             seen.add(key)
             distinct.append(diagnostic)
@@ -642,29 +656,28 @@ def _compile(report: Report) -> dict[str, object] | None:
     results = []
     by_arch: dict[str, list[bool]] = defaultdict(list)
     for result in report.compile_results:
-        data = result.to_dict()  # type: ignore[attr-defined]
-        diagnostics = data["diagnostics"]
-        errors = [d for d in diagnostics if str(d["severity"]).endswith("error")]
+        diagnostics = result.diagnostics
+        errors = [d for d in diagnostics if d.severity.endswith("error")]
         shown = _distinct_diagnostics(errors or diagnostics)[:MAX_DIAGNOSTICS]
-        by_arch[str(data["arch"])].append(bool(data["ok"]))
+        by_arch[result.arch].append(result.ok)
         results.append(
             {
-                "path": data["path"],
-                "arch": data["arch"],
-                "ok": bool(data["ok"]),
-                "class": data["class"],
-                "class_title": CLASS_TITLE.get(str(data["class"]), str(data["class"])),
-                "explanation": data["explanation"],
-                "seconds": data["seconds"],
+                "path": result.path,
+                "arch": result.arch,
+                "ok": result.ok,
+                "class": result.failure_class,
+                "class_title": CLASS_TITLE.get(result.failure_class, result.failure_class),
+                "explanation": result.explanation,
+                "seconds": round(result.seconds, 3),
                 "diagnostics": shown,
                 "more": len(_distinct_diagnostics(diagnostics)) - len(shown),
             }
         )
-    hipcc = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
+    toolchain = report.toolchain
     return {
         "hipcc": {
-            "path": str(hipcc.get("path", "hipcc")),
-            "version": str(hipcc.get("version", "?")),
+            "path": toolchain.hipcc if toolchain else "hipcc",
+            "version": toolchain.version if toolchain else "?",
         },
         "archs": [
             {"arch": arch, "ok": sum(oks), "total": len(oks)}
@@ -675,14 +688,15 @@ def _compile(report: Report) -> dict[str, object] | None:
 
 
 def _effort_terms(report: Report, target: str) -> dict[str, object]:
-    estimate = report.effort.get(target, {})
-    categories: Mapping[str, Mapping[str, float]] = estimate.get("categories", {})  # type: ignore[assignment]
+    estimate = report.effort.get(target)
+    if estimate is None:
+        return {"terms": "0", "total": 0.0}
     terms = [
-        f"{int(values['items'])} × {HOURS[name]:g}"
-        for name, values in categories.items()
-        if values["items"] and name in HOURS
+        f"{c.items} × {HOURS[name]:g}"
+        for name, c in estimate.categories.items()
+        if c.items and name in HOURS
     ]
-    return {"terms": " + ".join(terms) or "0", "total": estimate.get("total_hours", 0.0)}
+    return {"terms": " + ".join(terms) or "0", "total": estimate.total_hours}
 
 
 def _scoring(report: Report) -> list[dict[str, object]]:

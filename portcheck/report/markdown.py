@@ -49,8 +49,8 @@ def render_markdown(report: Report) -> str:
     lines.append("| route | readiness | effort |")
     lines.append("|---|---:|---:|")
     for target in report.targets:
-        effort = report.effort.get(str(target), {})
-        hours = effort.get("total_hours", "—") if effort else "—"
+        effort = report.effort.get(str(target))
+        hours = effort.total_hours if effort else "—"
         score = report.scores[str(target)]
         shown = "—" if score is None else f"**{score}** / 100"
         lines.append(f"| {TARGET_TITLE[target]} | {shown} | {hours} h |")
@@ -65,8 +65,8 @@ def render_markdown(report: Report) -> str:
     )
     lines.append("")
     lines.append(amd_path_sentence(report))
-    new = report.extra.get("new_findings")
-    if isinstance(new, list):
+    new = report.new_finding_indices
+    if new is not None:
         lines.append(f"**{len(new)} new finding(s)** compared with the baseline.")
     lines.append("")
     lines += _parse_errors(report)
@@ -94,7 +94,7 @@ def _python(report: Report) -> list[str]:
     assert section is not None
     lines = ["#### Python", "", "| Python route | readiness | effort |", "|---|---:|---:|"]
     for route, score in section.scores.items():
-        hours = section.effort[route]["total_hours"]
+        hours = section.effort[route].total_hours
         lines.append(f"| {PY_ROUTE_TITLE[route]} | **{score}** / 100 | {hours} h |")
     lines.append("")
     for finding in section.findings[: PER_HAZARD * 4]:

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from portcheck.checks import catalogue
-from portcheck.model import Report, Status, Target, Use
+from portcheck.model import CompileReport, Report, Status, Target, Toolchain, Use
 from portcheck.report import (
     NOTHING_TO_SCORE,
     NOTHING_TO_SCORE_SENTENCE,
@@ -276,12 +276,12 @@ def _effort(console: Console, report: Report) -> None:
     for target in report.targets:
         estimate = report.effort[str(target)]
         parts = ", ".join(
-            f"{name} {c['items']} items = {c['hours']} h"  # type: ignore[index]
-            for name, c in estimate["categories"].items()  # type: ignore[attr-defined]
-            if c["items"]  # type: ignore[index]
+            f"{name} {c.items} items = {c.hours} h"
+            for name, c in estimate.categories.items()
+            if c.items
         )
         console.print(
-            Text(f"  {TARGET_TITLE[target]:<6} {estimate['total_hours']:>6} h   {parts or '—'}")
+            Text(f"  {TARGET_TITLE[target]:<6} {estimate.total_hours:>6} h   {parts or '—'}")
         )
     console.print()
 
@@ -289,13 +289,11 @@ def _effort(console: Console, report: Report) -> None:
 def _compiled(console: Console, report: Report) -> None:
     if not report.compile_results:
         return
-    from portcheck.compile import CompileReport, Toolchain
     from portcheck.report.compile import render_compile
 
-    hipcc = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
-    toolchain = Toolchain(hipcc.get("path", "hipcc"), hipcc.get("version", "?"), frozenset())
+    toolchain = report.toolchain or Toolchain("hipcc", "?", frozenset())
     console.print(Text("Compiled with hipcc", style="bold"))
-    compiled = CompileReport(toolchain, list(report.compile_results))  # type: ignore[arg-type]
+    compiled = CompileReport(toolchain, list(report.compile_results))
     console.print(Text(render_compile(compiled)))
 
 
@@ -320,7 +318,7 @@ def _python(console: Console, report: Report) -> None:
         )
     )
     for route, score in section.scores.items():
-        hours = section.effort[route]["total_hours"]
+        hours = section.effort[route].total_hours
         line = Text(f"  {route:<9}{score:>3}  ")
         line.append("█" * (score * 30 // 100), style=_score_style(score))
         line.append("·" * (30 - score * 30 // 100), style="dim")
