@@ -648,6 +648,22 @@ class CompileReport:
 
 
 @dataclass(frozen=True, slots=True)
+class Excerpt:
+    """Consecutive lines of a scanned file around findings, as the reports that show code
+    print them (portcheck.excerpts reads them). Not part of the JSON document."""
+
+    path: str
+    start_line: int  # the 1-based number of lines[0]
+    lines: tuple[str, ...]
+
+    def around(self, line: int, context: int) -> list[tuple[int, str]]:
+        """(number, text) of the lines within `context` of `line` that this excerpt has."""
+        first = max(self.start_line, line - context)
+        last = min(self.start_line + len(self.lines) - 1, line + context)
+        return [(n, self.lines[n - self.start_line]) for n in range(first, last + 1)]
+
+
+@dataclass(frozen=True, slots=True)
 class Counts:
     """What a scan counted, as every report format states it (the JSON summary's first
     fields, in its order)."""
@@ -685,6 +701,7 @@ class Report:
     seconds: float = 0.0
     python: PythonSection | None = None  # when the tree has Python code or manifests
     amd_paths: tuple[AmdPath, ...] = ()  # branches only an AMD build takes
+    excerpts: tuple[Excerpt, ...] = ()  # the source around the findings (not in the JSON)
     # With --compile: each unit built for each gfx target, and the hipcc that built them.
     compile_results: tuple[CompileResult, ...] = ()
     toolchain: Toolchain | None = None

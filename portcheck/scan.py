@@ -19,6 +19,7 @@ from portcheck.cache import (
     tree_key,
 )
 from portcheck.discover import MAX_FILE_BYTES, Candidate, discover
+from portcheck.excerpts import read_excerpts
 from portcheck.filescan import FileScan, FileScanner
 from portcheck.graph import Node, build_call_graph, kernels_reaching
 from portcheck.model import (
@@ -221,7 +222,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-7"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-8"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -390,6 +391,7 @@ def _assemble(
         scores=_project_scores(uses, findings, scored_uses, counted_findings, targets),
         effort=effort(scored_uses, counted_findings, targets),
         amd_paths=tuple(facts.amd_paths()),
+        excerpts=read_excerpts(root, findings),
     )
 
 

@@ -29,6 +29,7 @@ from portcheck.model import (
     Dependency,
     Effort,
     EffortCategory,
+    Excerpt,
     Extension,
     FileSummary,
     Finding,
@@ -403,6 +404,7 @@ EXTENSION = Record(
     ],
 )
 SKIPPED = Record(Skipped, [("path", STR), ("reason", STR)])
+EXCERPT = Record(Excerpt, [("path", STR), ("start_line", INT), ("lines", STRS)])
 FILE_SUMMARY = Record(
     FileSummary,
     [
@@ -604,6 +606,7 @@ _REPORT_FIELDS: list[tuple[str, Field]] = [
     ("seconds", FLOAT),
     ("python", _optional(PYTHON_SECTION.field)),
     ("amd_paths", AMD_PATH.tuple),
+    ("excerpts", EXCERPT.tuple),
 ]
 
 

@@ -117,6 +117,7 @@ def _escaped(report: Report) -> Report:
         findings=tuple(map(path_of, report.findings)),
         kernels=tuple(map(path_of, report.kernels)),
         amd_paths=tuple(map(path_of, report.amd_paths)),
+        excerpts=tuple(map(path_of, report.excerpts)),
         skipped=tuple(replace(s, path=show(s.path), reason=show(s.reason)) for s in report.skipped),
         python=python,
     )

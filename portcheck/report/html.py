@@ -17,7 +17,6 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 
 from jinja2 import BaseLoader, Environment, StrictUndefined, TemplateNotFound
 from markupsafe import Markup, escape
@@ -26,6 +25,7 @@ from portcheck.checks import catalogue
 from portcheck.model import (
     Diagnostic,
     EffortCategory,
+    Excerpt,
     Finding,
     PyUse,
     Report,
@@ -62,7 +62,7 @@ STATUS_LABEL = {
     Status.UNSUPPORTED: "unsupported",
     Status.UNKNOWN: "unknown",
 }
-SNIPPET_CONTEXT = 3  # lines shown either side of a finding
+SNIPPET_CONTEXT = 3  # lines shown either side of a finding (the scan keeps EXCERPT_CONTEXT)
 SNIPPET_MAX_COLUMNS = 240  # minified or generated lines are cut, not wrapped forever
 MAX_FINDING_CARDS = 400  # past this the page gets heavy; JSON has the rest
 MAX_BLOCKERS = 12
@@ -570,35 +570,22 @@ def _files(report: Report) -> list[dict[str, object]]:
     ]
 
 
-class _SourceReader:
-    """Reads scanned files for snippets, once each, decoding leniently."""
+class _Snippets:
+    """The source around each finding, from the excerpts the scan kept in the Report."""
 
-    def __init__(self, root: str) -> None:
-        base = Path(root)
-        self.base = base if base.is_dir() else base.parent
-        self.cache: dict[str, list[str] | None] = {}
-
-    def lines(self, path: str) -> list[str] | None:
-        if path not in self.cache:
-            try:
-                data = (self.base / path).read_bytes()
-            except OSError:
-                self.cache[path] = None
-            else:
-                text = data.decode("utf-8", errors="replace")
-                self.cache[path] = text.splitlines()
-        return self.cache[path]
+    def __init__(self, excerpts: Iterable[Excerpt]) -> None:
+        self.by_path: dict[str, list[Excerpt]] = defaultdict(list)
+        for excerpt in excerpts:
+            self.by_path[excerpt.path].append(excerpt)
 
     def snippet(self, path: str, line: int) -> list[SnippetLine]:
-        lines = self.lines(path)
-        if not lines or not 1 <= line <= len(lines):
-            return []
-        start = max(1, line - SNIPPET_CONTEXT)
-        stop = min(len(lines), line + SNIPPET_CONTEXT)
-        return [
-            SnippetLine(number, _clean(lines[number - 1]), number == line)
-            for number in range(start, stop + 1)
-        ]
+        for excerpt in self.by_path.get(path, ()):
+            if excerpt.start_line <= line < excerpt.start_line + len(excerpt.lines):
+                return [
+                    SnippetLine(number, _clean(text), number == line)
+                    for number, text in excerpt.around(line, SNIPPET_CONTEXT)
+                ]
+        return []
 
 
 def _clean(text: str) -> str:
@@ -609,7 +596,7 @@ def _clean(text: str) -> str:
 
 
 def _finding_cards(report: Report) -> list[FindingCard]:
-    reader = _SourceReader(report.root)
+    reader = _Snippets(report.excerpts)
     specs = catalogue()
     ordered = sorted(
         report.findings, key=lambda f: (-f.severity, f.id, f.path, f.span.line, f.span.column)
