@@ -49,7 +49,7 @@ class _FastPickle:
     __slots__ = ()
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        names: tuple[str, ...] = self.__slots__  # type: ignore[attr-defined]
+        names: tuple[str, ...] = self.__slots__
         return (self.__class__, tuple(getattr(self, name) for name in names))
 
 
@@ -503,6 +503,20 @@ class Effort:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkItems:
+    """What one route's score and effort were computed from (docs/scoring.md): the work
+    items (each distinct CUDA name, each hazard kind per file) counted by their status on
+    the route. Only what was scored: not what sits in NVIDIA-only code with an AMD path."""
+
+    names: Mapping[Status, int]
+    hazards: Mapping[Status, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.names.values()) + sum(self.hazards.values())
+
+
+@dataclass(frozen=True, slots=True)
 class PythonSection:
     """What a scan found in Python code and dependency manifests, judged per Python route."""
 
@@ -688,7 +702,7 @@ class Counts:
 class Report:
     """Everything one scan found. `to_json()` gives the `portcheck.report/1` document."""
 
-    root: str
+    root: str  # as the user named it (a folder or a file)
     tool_version: str
     targets: tuple[Target, ...]
     files: tuple[FileSummary, ...]
@@ -701,7 +715,11 @@ class Report:
     seconds: float = 0.0
     python: PythonSection | None = None  # when the tree has Python code or manifests
     amd_paths: tuple[AmdPath, ...] = ()  # branches only an AMD build takes
+    # The folder every path is relative to, as an absolute file: URI ending in "/"; "" when
+    # unknown. For SARIF's SRCROOT; not in the JSON document.
+    root_uri: str = ""
     excerpts: tuple[Excerpt, ...] = ()  # the source around the findings (not in the JSON)
+    work_items: Mapping[str, WorkItems] = field(default_factory=dict)  # (not in the JSON)
     # With --compile: each unit built for each gfx target, and the hipcc that built them.
     compile_results: tuple[CompileResult, ...] = ()
     toolchain: Toolchain | None = None

@@ -54,7 +54,7 @@ from portcheck.runner import (
     fewer_collections,
     scan_candidates,
 )
-from portcheck.score import effort, project_scores, scores
+from portcheck.score import effort, project_scores, scores, work_item_counts
 from portcheck.wire import WireError, decode_report, encode_report
 
 ProgressCallback = Callable[[int, int, str], None]  # (done, total, current path)
@@ -127,7 +127,8 @@ def scan_files(
     )
     with fewer_collections():
         report, files = _scan_tree(root, options, scanner, progress, keep_files)
-    return replace(report, seconds=time.perf_counter() - started), files
+    root_uri = Path(base).resolve().as_uri().rstrip("/") + "/"
+    return replace(report, seconds=time.perf_counter() - started, root_uri=root_uri), files
 
 
 def _check_root(root: Path) -> None:
@@ -390,6 +391,7 @@ def _assemble(
         kernels=kernels,
         scores=_project_scores(uses, findings, scored_uses, counted_findings, targets),
         effort=effort(scored_uses, counted_findings, targets),
+        work_items=work_item_counts(scored_uses, counted_findings, targets),
         amd_paths=tuple(facts.amd_paths()),
         excerpts=read_excerpts(root, findings),
     )

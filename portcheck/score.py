@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from portcheck.model import Effort, EffortCategory, Status, Target
+from portcheck.model import Effort, EffortCategory, Status, Target, WorkItems
 
 
 class _Verdicts(Protocol):
@@ -109,6 +109,21 @@ def scores(
     """Readiness per target of one file or of the Python section: 100 when there is
     nothing in it to port."""
     return {t: 100 if s is None else s for t, s in project_scores(uses, findings, targets).items()}
+
+
+def work_item_counts(
+    uses: Sequence[Judged], findings: Sequence[Hazard], targets: Sequence[str]
+) -> dict[str, WorkItems]:
+    """Per target: the work items the score is the mean credit of, counted by status."""
+    result: dict[str, WorkItems] = {}
+    statuses = _statuses(uses)
+    for target in targets:
+        names = dict.fromkeys(WORST_FIRST, 0)
+        hazards = dict.fromkeys(WORST_FIRST, 0)
+        for kind, status in _items(statuses, findings, target).values():
+            (names if kind == "name" else hazards)[status] += 1
+        result[str(target)] = WorkItems(names=names, hazards=hazards)
+    return result
 
 
 def category(kind: str, status: Status, target: str) -> str | None:

@@ -48,6 +48,7 @@ from portcheck.model import (
     Target,
     Use,
     Verdicts,
+    WorkItems,
 )
 from portcheck.preproc import Branch, ConstantDef, Invocation, MacroDef, PreprocFacts
 from portcheck.project import Pending
@@ -190,6 +191,15 @@ def _decode_effort(value: Any) -> dict[str, Effort]:
 
 
 EFFORT = Field(lambda effort: {k: v.to_dict() for k, v in effort.items()}, _decode_effort)
+
+
+def _decode_status_counts(value: Any) -> dict[Status, int]:
+    if type(value) is not dict:
+        raise _bad("expected counts by status")
+    return {STATUS.decode(status): _check_int(count) for status, count in value.items()}
+
+
+STATUS_COUNTS = Field(lambda counts: {s.value: n for s, n in counts.items()}, _decode_status_counts)
 
 
 # ------------------------------------------------------------------ records
@@ -404,6 +414,19 @@ EXTENSION = Record(
     ],
 )
 SKIPPED = Record(Skipped, [("path", STR), ("reason", STR)])
+WORK_ITEMS = Record(WorkItems, [("names", STATUS_COUNTS), ("hazards", STATUS_COUNTS)])
+
+
+def _decode_work_items(value: Any) -> dict[str, WorkItems]:
+    if type(value) is not dict:
+        raise _bad("expected work items")
+    return {_check_str(target): WORK_ITEMS.decode(items) for target, items in value.items()}
+
+
+WORK_ITEMS_BY_TARGET = Field(
+    lambda by_target: {t: WORK_ITEMS.encode(items) for t, items in by_target.items()},
+    _decode_work_items,
+)
 EXCERPT = Record(Excerpt, [("path", STR), ("start_line", INT), ("lines", STRS)])
 FILE_SUMMARY = Record(
     FileSummary,
@@ -607,6 +630,7 @@ _REPORT_FIELDS: list[tuple[str, Field]] = [
     ("python", _optional(PYTHON_SECTION.field)),
     ("amd_paths", AMD_PATH.tuple),
     ("excerpts", EXCERPT.tuple),
+    ("work_items", WORK_ITEMS_BY_TARGET),
 ]
 
 
@@ -631,6 +655,8 @@ def decode_report(payload: bytes | str, rules: RuleSet) -> Report:
         names = {str(target) for target in targets}
         if set(values["scores"]) != names or not names <= set(values["effort"]):
             raise _bad("scores do not name the report's targets")
+        if not names <= set(values["work_items"]):
+            raise _bad("work items do not name the report's targets")
         return Report(targets=targets, uses=tuple(decode_uses(doc["uses"], rules)), **values)
 
     result: Report = _decoded(decode)
