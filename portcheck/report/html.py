@@ -21,7 +21,6 @@ from functools import lru_cache
 from jinja2 import BaseLoader, Environment, StrictUndefined, TemplateNotFound
 from markupsafe import Markup, escape
 
-from portcheck.checks import catalogue
 from portcheck.model import (
     Diagnostic,
     EffortCategory,
@@ -32,27 +31,16 @@ from portcheck.model import (
     Severity,
     Status,
     Target,
-    Use,
 )
-from portcheck.report import (
-    NOTHING_TO_SCORE_SENTENCE,
-    amd_path_sentence,
-    for_display,
-    parse_error_files,
-)
+from portcheck.report import for_display
 from portcheck.report.compile import CLASS_TITLE
-from portcheck.report.text import (
-    PY_ROUTE_BLURB,
-    PY_ROUTE_TITLE,
-    ROUTE_BLURB,
-    STATUS_MARK,
-    TARGET_TITLE,
-)
+from portcheck.report.text import PY_ROUTE_BLURB, PY_ROUTE_TITLE, ROUTE_BLURB, STATUS_MARK
+from portcheck.report.view import NOTHING_TO_SCORE_SENTENCE, TARGET_TITLE, ReportView
 from portcheck.resources import data_dir
 
 # The score module is the single source of the formula; the report shows its arithmetic
-# rather than re-deriving it, so the two cannot drift.
-from portcheck.score import CREDIT, HOURS, WORST_FIRST, category, work_items
+# (from the work items the scan scored, in the Report) rather than re-deriving it.
+from portcheck.score import CREDIT, HOURS
 
 TEMPLATE = "report.html.j2"
 STATUS_ORDER = (Status.SUPPORTED, Status.PARTIAL, Status.UNSUPPORTED, Status.UNKNOWN)
@@ -80,7 +68,8 @@ CHART_TOP = 6
 
 def render_html(report: Report) -> str:
     """The report as one self-contained HTML document."""
-    return _environment().get_template(TEMPLATE).render(**_context(for_display(report)))
+    view = ReportView(for_display(report))
+    return _environment().get_template(TEMPLATE).render(**_context(view))
 
 
 class _DataDirLoader(BaseLoader):
@@ -143,23 +132,6 @@ class Route:
     hours: float
     categories: dict[str, EffortCategory]
     blocked_by: str
-    counts: dict[str, int]  # work items by status
-
-
-@dataclass
-class Blocker:
-    name: str
-    kind: str  # "hazard" or the use kind
-    family: str
-    severity: str
-    statuses: dict[str, str]
-    hours: dict[str, float]
-    occurrences: int
-    where: str
-    more_places: int
-    anchor: str
-    note: str
-    full_note: str
 
 
 @dataclass
@@ -182,10 +154,11 @@ class FindingCard:
     tokens: dict[str, str] = field(default_factory=dict)
 
 
-def _context(report: Report) -> dict[str, object]:
+def _context(view: ReportView) -> dict[str, object]:
+    report = view.report
     targets = [str(t) for t in report.targets]
-    blockers = _blockers(report)
-    routes = _routes(report)
+    blockers = view.blockers
+    routes = _routes(view)
     return {
         "report": report,
         "targets": targets,
@@ -194,25 +167,26 @@ def _context(report: Report) -> dict[str, object]:
         "status_mark": {str(s): m for s, m in STATUS_MARK.items()},
         "routes": routes,
         "recommendation": _recommendation(routes),
-        "counts": _counts(report),
+        "counts": view.counts,
         "charts": [_family_chart(report, t) for t in report.targets],
         "blockers": blockers[:MAX_BLOCKERS],
         "blockers_total": len(blockers),
-        "names": _names(report),
+        "hazards": view.hazards,
+        "names": _names(view),
         "families": sorted({u.family for u in report.uses}),
         "files": _files(report),
-        "parse_errors": parse_error_files(report),
-        "amd_path_sentence": amd_path_sentence(report),
+        "parse_errors": view.parse_error_files,
+        "amd_path_sentence": view.amd_path_sentence,
         "languages": sorted({str(f.language) for f in report.files}),
         "kernels": report.kernels,
         "kernel_slugs": sorted({s for k in report.kernels for s in k.findings}),
-        "cards": _finding_cards(report),
+        "cards": _finding_cards(view),
         "cards_total": len(report.findings),
         "severities": [s.name.lower() for s in sorted(Severity, reverse=True)],
         "slugs": sorted({f.slug for f in report.findings}),
         "compile": _compile(report),
         "python": _python(report),
-        "scoring": _scoring(report),
+        "scoring": _scoring(view),
         "credit": {str(s): CREDIT[s] for s in STATUS_ORDER},
         "hours_per_item": HOURS,
     }
@@ -266,148 +240,24 @@ def _tone(score: int | None) -> str:
     return "good" if score >= 90 else "fair" if score >= 70 else "poor"
 
 
-def _counts(report: Report) -> dict[str, int]:
-    return {
-        "files": len(report.files),
-        "skipped": len(report.skipped),
-        "lines": report.lines,
-        "uses": len(report.uses),
-        "names": report.distinct_names,
-        "unknown_names": report.unknown_names,
-        "findings": len(report.findings),
-        "kernels": len(report.kernels),
-    }
-
-
-def _first_uses(report: Report) -> tuple[dict[str, Use], Counter[str]]:
-    first: dict[str, Use] = {}
-    occurrences: Counter[str] = Counter()
-    for use in report.uses:
-        first.setdefault(use.name, use)
-        occurrences[use.name] += 1
-    return first, occurrences
-
-
-def _item_hours(status: Status) -> float:
-    """Hours a not-plainly-supported work item costs (score.category: review or rewrite)."""
-    name = category("hazard", status, Target.HIP)  # hazards never count as rename-only
-    return HOURS[name] if name else 0.0
-
-
-def _worst(statuses: Iterable[Status]) -> Status:
-    return min(statuses, key=WORST_FIRST.index, default=Status.SUPPORTED)
-
-
-def _blockers(report: Report) -> list[Blocker]:
-    """Names and hazards not plainly supported on some route, costliest first.
-
-    Names of one family with the same verdicts form one row ("9 cufft names"): a lead
-    plans the cuFFT port, not cufftPlan2d on its own. Hazards are one row per slug."""
-    targets = report.targets
-    blockers: list[Blocker] = []
-    first, occurrences = _first_uses(report)
-    groups: dict[tuple[str, tuple[Status, ...]], list[Use]] = defaultdict(list)
-    for use in first.values():
-        statuses = tuple(use.status[t] for t in targets)
-        if any(s is not Status.SUPPORTED for s in statuses):
-            groups[(use.family, statuses)].append(use)
-    for (family, statuses), uses in groups.items():
-        lead = uses[0]
-        sites = sum(occurrences[u.name] for u in uses)
-        if len(uses) == 1:
-            name = lead.name
-            kind = lead.kind if lead.kind == family.rstrip("s") else f"{family} {lead.kind}"
-            note = (lead.rule.notes or "") if lead.rule else "not in the rule set"
-        else:
-            name, kind = f"{len(uses)} {family} names", family
-            note = ", ".join(u.name for u in uses[:4]) + (", …" if len(uses) > 4 else "")
-        blockers.append(
-            Blocker(
-                name=name,
-                kind=kind,
-                family=family,
-                severity="",
-                statuses={str(t): str(s) for t, s in zip(targets, statuses, strict=True)},
-                hours={
-                    str(t): _item_hours(s) * len(uses)
-                    for t, s in zip(targets, statuses, strict=True)
-                },
-                occurrences=sites,
-                where=f"{lead.path}:{lead.span.line}",
-                more_places=sites - 1,
-                anchor="",
-                note=_shorten(note),
-                full_note=note,
-            )
-        )
-    by_slug: dict[str, list[Finding]] = defaultdict(list)
-    for finding in report.findings:
-        by_slug[finding.slug].append(finding)
-    specs = catalogue()
-    for slug, group in by_slug.items():
-        files: dict[str, list[Finding]] = defaultdict(list)
-        for finding in group:
-            files[finding.path].append(finding)
-        hours: dict[str, float] = {}
-        statuses_by_target: dict[str, str] = {}
-        for target in targets:
-            # One work item per file, at the worst verdict in that file (docs/scoring.md).
-            per_file = [_worst(f.targets[target] for f in fs) for fs in files.values()]
-            hours[str(target)] = sum(_item_hours(s) for s in per_file)
-            statuses_by_target[str(target)] = str(_worst(per_file))
-        spec = specs.get(slug)
-        blockers.append(
-            Blocker(
-                name=slug,
-                kind="hazard",
-                family=spec.id if spec else group[0].id,
-                severity=group[0].severity.name.lower(),
-                statuses=statuses_by_target,
-                hours=hours,
-                occurrences=len(group),
-                where=f"{group[0].path}:{group[0].span.line}",
-                more_places=len(group) - 1,
-                anchor=f"finding-{slug}",
-                note=spec.summary if spec else group[0].message,
-                full_note=spec.summary if spec else group[0].message,
-            )
-        )
-
-    def cost(blocker: Blocker) -> tuple[int, float, int, int, str]:
-        unsupported = sum(s == Status.UNSUPPORTED for s in blocker.statuses.values())
-        return (
-            -unsupported,
-            -sum(blocker.hours.values()),
-            blocker.kind != "hazard",
-            -blocker.occurrences,
-            blocker.name,
-        )
-
-    return sorted(blockers, key=cost)
-
-
-def _shorten(text: str, limit: int = 90) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit].rsplit(" ", 1)[0] + " …"
-
-
-def _blocked_by(report: Report, target: Target) -> str:
+def _blocked_by(view: ReportView, target: Target) -> str:
     """What keeps one route from 100, in a few words: rewrites first, then reviews."""
-    first, _ = _first_uses(report)
+    names = view.names
     for wanted, verb in ((Status.UNSUPPORTED, "rewrite"), (Status.PARTIAL, "review")):
         names_by_family: dict[str, list[str]] = defaultdict(list)
-        for name, use in first.items():
-            if use.status[target] is wanted:
-                names_by_family[use.family].append(name)
+        for name, entry in names.items():
+            if entry.first.status[target] is wanted:
+                names_by_family[entry.first.family].append(name)
         hazard_files: dict[str, set[str]] = defaultdict(set)
-        for finding in report.findings:
+        for finding in view.report.findings:
             if finding.targets[target] is wanted:
                 hazard_files[finding.slug].add(finding.path)
         groups: list[tuple[int, str]] = []
-        for family, names in names_by_family.items():
-            label = names[0] if len(names) == 1 else f"{len(names)} {family} names"
-            groups.append((len(names), label))
+        for family, listed_names in names_by_family.items():
+            label = (
+                listed_names[0] if len(listed_names) == 1 else f"{len(listed_names)} {family} names"
+            )
+            groups.append((len(listed_names), label))
         groups.extend((len(files), slug) for slug, files in hazard_files.items())
         if not groups:
             continue
@@ -415,30 +265,27 @@ def _blocked_by(report: Report, target: Target) -> str:
         listed = ", ".join(label for _, label in groups[:3])
         more = ", …" if len(groups) > 3 else ""
         return f"to {verb}: {listed}{more}"
-    unknown = sum(1 for use in first.values() if use.status[target] is Status.UNKNOWN)
+    unknown = sum(1 for entry in names.values() if entry.first.status[target] is Status.UNKNOWN)
     if unknown:
         return f"to check: {_plural(unknown, 'name')} not in the rule set"
     return "nothing in the way"
 
 
-def _routes(report: Report) -> list[Route]:
+def _routes(view: ReportView) -> list[Route]:
     routes = []
-    for target in report.targets:
-        key = str(target)
-        estimate = report.effort.get(key)
-        items = work_items(report.uses, report.findings, target).values()
-        counts = Counter(str(status) for _, status in items)
+    for target in view.targets:
+        score = view.score(target)
+        estimate = view.effort(target)
         routes.append(
             Route(
-                target=key,
+                target=str(target),
                 title=TARGET_TITLE[target],
                 blurb=ROUTE_BLURB[target],
-                score=report.scores[key],
-                tone=_tone(report.scores[key]),
+                score=score,
+                tone=_tone(score),
                 hours=estimate.total_hours if estimate else 0.0,
                 categories=dict(estimate.categories) if estimate else {},
-                blocked_by=_blocked_by(report, target),
-                counts={str(s): counts[str(s)] for s in STATUS_ORDER},
+                blocked_by=_blocked_by(view, target),
             )
         )
     return routes
@@ -488,11 +335,19 @@ def _recommendation(routes: list[Route]) -> str:
 
 
 @dataclass
+class ChartSegment:
+    status: str
+    count: int
+    x: float
+    width: float
+
+
+@dataclass
 class ChartRow:
     family: str
     total: int
     y: float
-    segments: list[dict[str, object]]
+    segments: list[ChartSegment]
 
 
 def _family_chart(report: Report, target: Target) -> dict[str, object]:
@@ -507,15 +362,13 @@ def _family_chart(report: Report, target: Target) -> dict[str, object]:
     for index, family in enumerate(order):
         y = CHART_TOP + index * CHART_ROW_HEIGHT
         x = float(CHART_LABEL_WIDTH)
-        segments: list[dict[str, object]] = []
+        segments: list[ChartSegment] = []
         for status in STATUS_ORDER:
             count = tallies[family][str(status)]
             if not count:
                 continue
             width = bar_space * count / largest
-            segments.append(
-                {"status": str(status), "count": count, "x": round(x, 2), "width": round(width, 2)}
-            )
+            segments.append(ChartSegment(str(status), count, round(x, 2), round(width, 2)))
             x += width
         rows.append(ChartRow(family, sum(tallies[family].values()), y, segments))
     end = {row.family: row.segments[-1] for row in rows if row.segments}
@@ -523,10 +376,7 @@ def _family_chart(report: Report, target: Target) -> dict[str, object]:
         "target": str(target),
         "title": TARGET_TITLE[target],
         "rows": rows,
-        "ends": {
-            family: float(seg["x"]) + float(seg["width"])  # type: ignore[arg-type]
-            for family, seg in end.items()
-        },
+        "ends": {family: seg.x + seg.width for family, seg in end.items()},
         "width": CHART_WIDTH,
         "height": CHART_TOP * 2 + max(len(rows), 1) * CHART_ROW_HEIGHT,
         "label_width": CHART_LABEL_WIDTH,
@@ -536,18 +386,18 @@ def _family_chart(report: Report, target: Target) -> dict[str, object]:
     }
 
 
-def _names(report: Report) -> list[dict[str, object]]:
-    first, occurrences = _first_uses(report)
+def _names(view: ReportView) -> list[dict[str, object]]:
     rows = []
-    for name, use in sorted(first.items(), key=lambda kv: (kv[1].family, kv[0])):
+    for name, entry in sorted(view.names.items(), key=lambda kv: (kv[1].first.family, kv[0])):
+        use = entry.first
         rows.append(
             {
                 "name": name,
                 "family": use.family,
                 "kind": use.kind,
                 "hip": use.hip or "",
-                "statuses": {str(t): str(use.status[t]) for t in report.targets},
-                "uses": occurrences[name],
+                "statuses": {str(t): str(use.status[t]) for t in view.targets},
+                "uses": entry.uses,
                 "where": f"{use.path}:{use.span.line}",
                 "note": (use.rule.notes or "") if use.rule else "not in the rule set",
             }
@@ -595,16 +445,17 @@ def _clean(text: str) -> str:
     return text
 
 
-def _finding_cards(report: Report) -> list[FindingCard]:
+def _finding_cards(view: ReportView) -> list[FindingCard]:
+    report = view.report
     reader = _Snippets(report.excerpts)
-    specs = catalogue()
+    groups = {group.slug: group for group in view.hazards}
     ordered = sorted(
         report.findings, key=lambda f: (-f.severity, f.id, f.path, f.span.line, f.span.column)
     )
     cards = []
     seen_slugs: set[str] = set()
     for index, finding in enumerate(ordered[:MAX_FINDING_CARDS]):
-        spec = specs.get(finding.slug)
+        group = groups[finding.slug]
         # The first card of each hazard carries the anchor the blockers table links to.
         anchor = f"finding-{finding.slug}" if finding.slug not in seen_slugs else f"f{index}"
         seen_slugs.add(finding.slug)
@@ -614,10 +465,10 @@ def _finding_cards(report: Report) -> list[FindingCard]:
                 anchor=anchor,
                 finding=finding,
                 severity=finding.severity.name.lower(),
-                summary=spec.summary if spec else "",
+                summary=group.summary,
                 targets=targets,
-                notes={t: spec.target_notes.get(t, "") if spec else "" for t in targets},
-                fix=finding.fix or (spec.fix if spec else ""),
+                notes={t: group.target_notes.get(t, "") for t in targets},
+                fix=finding.fix or group.fix,
                 snippet=reader.snippet(finding.path, finding.span.line),
                 tokens={f"status-{t}": s for t, s in targets.items()},
             )
@@ -674,8 +525,8 @@ def _compile(report: Report) -> dict[str, object] | None:
     }
 
 
-def _effort_terms(report: Report, target: str) -> dict[str, object]:
-    estimate = report.effort.get(target)
+def _effort_terms(view: ReportView, target: Target) -> dict[str, object]:
+    estimate = view.effort(target)
     if estimate is None:
         return {"terms": "0", "total": 0.0}
     terms = [
@@ -686,26 +537,24 @@ def _effort_terms(report: Report, target: str) -> dict[str, object]:
     return {"terms": " + ".join(terms) or "0", "total": estimate.total_hours}
 
 
-def _scoring(report: Report) -> list[dict[str, object]]:
-    """Per target: how many work items of each kind and status, and the arithmetic."""
+def _scoring(view: ReportView) -> list[dict[str, object]]:
+    """Per target: how many work items of each kind and status were scored, and the
+    arithmetic that gives the score."""
     rows = []
-    for target in report.targets:
-        items = list(work_items(report.uses, report.findings, target).values())
-        by_kind = {
-            kind: Counter(str(status) for k, status in items if k == kind)
-            for kind in ("name", "hazard")
-        }
-        credit = sum(CREDIT[status] for _, status in items)
+    for target in view.targets:
+        items = view.work_items(target)
+        names = items.names if items else {}
+        hazards = items.hazards if items else {}
         rows.append(
             {
                 "target": str(target),
                 "title": TARGET_TITLE[target],
-                "names": {str(s): by_kind["name"][str(s)] for s in STATUS_ORDER},
-                "hazards": {str(s): by_kind["hazard"][str(s)] for s in STATUS_ORDER},
-                "items": len(items),
-                "credit": round(credit, 1),
-                "score": report.scores[str(target)],
-                "effort": _effort_terms(report, str(target)),
+                "names": {str(s): names.get(s, 0) for s in STATUS_ORDER},
+                "hazards": {str(s): hazards.get(s, 0) for s in STATUS_ORDER},
+                "items": items.total if items else 0,
+                "credit": round(view.credit(target), 1),
+                "score": view.score(target),
+                "effort": _effort_terms(view, target),
             }
         )
     return rows
