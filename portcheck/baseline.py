@@ -10,8 +10,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from portcheck.model import Finding, Report
-from portcheck.report.json import SCHEMA
+from portcheck.model import REPORT_SCHEMA, Report
 
 
 class BaselineError(ValueError):
@@ -25,17 +24,21 @@ def load_baseline(path: str | Path) -> Counter[str]:
         raise BaselineError(f"cannot read baseline {path}: {exc.strerror or exc}") from None
     except ValueError:
         raise BaselineError(f"baseline {path} is not JSON (use `scan --format json`)") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise BaselineError(f"baseline {path} is not a {SCHEMA} report (use `scan --format json`)")
+    if not isinstance(doc, dict) or doc.get("schema") != REPORT_SCHEMA:
+        raise BaselineError(
+            f"baseline {path} is not a {REPORT_SCHEMA} report (use `scan --format json`)"
+        )
     return Counter(str(f.get("fingerprint", "")) for f in doc.get("findings", []))
 
 
-def new_findings(report: Report, baseline: Counter[str]) -> list[Finding]:
+def new_finding_indices(report: Report, baseline: Counter[str]) -> tuple[int, ...]:
+    """The positions in `report.findings` of the findings the baseline does not have (what
+    `Report.new_finding_indices` holds)."""
     remaining = Counter(baseline)
     new = []
-    for finding in report.findings:
+    for index, finding in enumerate(report.findings):
         if remaining[finding.fingerprint] > 0:
             remaining[finding.fingerprint] -= 1
         else:
-            new.append(finding)
-    return new
+            new.append(index)
+    return tuple(new)

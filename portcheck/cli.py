@@ -18,7 +18,7 @@ import click
 
 from portcheck import __version__
 from portcheck.config import ConfigError, load_project_config
-from portcheck.model import ENGINES, TARGETS, Report
+from portcheck.model import ENGINES, TARGETS, Finding, Report
 from portcheck.options import DEFAULT_FILE_TIMEOUT, target_profile
 from portcheck.paths import display_path
 from portcheck.report import FORMATS, NOTHING_TO_SCORE, formatter, nothing_to_score
@@ -350,19 +350,20 @@ def scan_command(
         report = dataclasses.replace(
             report,
             compile_results=tuple(compiled.results),
-            extra={"hipcc": compiled.toolchain.to_dict()},
+            toolchain=compiled.toolchain,
         )
 
-    new: list = []
+    new: tuple[Finding, ...] = ()
     if baseline is not None:
-        from portcheck.baseline import BaselineError, load_baseline, new_findings
+        from portcheck.baseline import BaselineError, load_baseline, new_finding_indices
 
         try:
-            new = new_findings(report, load_baseline(baseline))
+            indices = new_finding_indices(report, load_baseline(baseline))
         except BaselineError as exc:
             click.echo(f"Error: {exc}", err=True)
             sys.exit(EXIT_USAGE)
-        report = dataclasses.replace(report, extra={**report.extra, "new_findings": new})
+        report = dataclasses.replace(report, new_finding_indices=indices)
+        new = report.new_findings or ()
 
     _emit(report, fmt, output)
     if baseline is not None:

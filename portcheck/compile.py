@@ -36,13 +36,21 @@ from pathlib import Path
 from portcheck.discover import discover, read_candidate
 from portcheck.extract import CUDA_HEADER_SHAPE
 from portcheck.filescan import FileScan, FileScanner
-from portcheck.model import Finding, Skipped
+from portcheck.model import (
+    COMPILE_SCHEMA,
+    CompileReport,
+    CompileResult,
+    Diagnostic,
+    Finding,
+    Skipped,
+    Toolchain,
+)
 from portcheck.resources import cache_dir, data_dir, write_atomically
 from portcheck.ruleset import default_rules, load_yaml
 from portcheck.translate.builtin import Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
 
-SCHEMA = "portcheck.compile/1"
+SCHEMA = COMPILE_SCHEMA
 # Bump when the cache entry's layout, diagnostics mapping or classification changes.
 CACHE_FORMAT = "portcheck.compile-cache/3"
 TIMEOUT_SECONDS = 300.0  # per unit and target; a big unit builds in well under a minute
@@ -69,11 +77,6 @@ RESULT_ENVIRONMENT = (
     "CCC_OVERRIDE_OPTIONS",
 )
 RESULT_ENVIRONMENT_PREFIXES = ("HIPCC_", "HIP_CLANG_")
-# Failures that say nothing about the code: the toolchain or the machine lacks something.
-# `scan --compile` fails the run only for the other classes.
-ENVIRONMENT_CLASSES = frozenset(
-    {"missing-library", "missing-dependency", "unsupported-target", "rocm-version", "timeout"}
-)
 COMPILED_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
 INCLUDE_DIRECTIVE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.MULTILINE)
 STD_VALUE = re.compile(r"(?:c|gnu)\+\+(?:\d\d|[0-2][xyzabc])")
@@ -166,104 +169,6 @@ class NoToolchainError(CompileError):
 
 class _Stopped(Exception):
     """The run is being stopped (an interrupt): a unit's result must not be recorded."""
-
-
-@dataclass(frozen=True)
-class Toolchain:
-    hipcc: str
-    version: str
-    archs: frozenset[str]  # gfx targets its device libraries support
-    rocm: tuple[int, ...] | None = None  # the ROCm release of its HIP headers, e.g. (5, 2)
-
-    def to_dict(self) -> dict[str, object]:
-        return {"path": self.hipcc, "version": self.version}
-
-
-@dataclass
-class Diagnostic:
-    line: int
-    column: int
-    severity: str
-    message: str
-    path: str = ""  # the original CUDA file (relative), when the diagnostic maps to one
-    source_line: str = ""
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "path": self.path,
-            "line": self.line,
-            "column": self.column,
-            "severity": self.severity,
-            "message": self.message,
-            "source_line": self.source_line,
-        }
-
-
-@dataclass
-class CompileResult:
-    path: str
-    arch: str
-    ok: bool
-    seconds: float
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    # "", untranslated-cuda, missing-library, missing-dependency, rocm-version, port-problem,
-    # hip-api-difference, unsupported-target, timeout, other
-    failure_class: str = ""
-    explanation: str = ""
-    finding_ids: list[str] = field(default_factory=list)
-    cached: bool = False
-
-    @property
-    def code_failure(self) -> bool:
-        """Failed for a reason in the code (not a missing library, an old ROCm, a target
-        the toolchain lacks or a timeout)."""
-        return not self.ok and self.failure_class not in ENVIRONMENT_CLASSES
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "path": self.path,
-            "arch": self.arch,
-            "ok": self.ok,
-            "seconds": round(self.seconds, 3),
-            "diagnostics": [d.to_dict() for d in self.diagnostics],
-            "class": self.failure_class,
-            "explanation": self.explanation,
-            "findings": self.finding_ids,
-            "cached": self.cached,
-        }
-
-    @classmethod
-    def from_dict(cls, data: dict) -> CompileResult:
-        """A result read back from the cache; TypeError/KeyError/ValueError if malformed."""
-        result = cls(
-            path=str(data["path"]),
-            arch=str(data["arch"]),
-            ok=bool(data["ok"]),
-            seconds=float(data["seconds"]),
-            diagnostics=[Diagnostic(**d) for d in data["diagnostics"]],
-            failure_class=str(data["class"]),
-            explanation=str(data["explanation"]),
-            finding_ids=[str(i) for i in data["findings"]],
-            cached=True,
-        )
-        return result
-
-
-@dataclass
-class CompileReport:
-    toolchain: Toolchain
-    results: list[CompileResult]
-    skipped: list[Skipped] = field(default_factory=list)
-    databases: list[str] = field(default_factory=list)  # compile_commands.json files used
-    warnings: list[str] = field(default_factory=list)  # for the user, on stderr
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "schema": SCHEMA,
-            "hipcc": self.toolchain.to_dict(),
-            "results": [r.to_dict() for r in self.results],
-            "skipped": [s.to_dict() for s in self.skipped],
-        }
 
 
 # -- the toolchain --------------------------------------------------------------------

@@ -6,10 +6,12 @@ takes and returns these types, so a stage can be tested or replaced alone.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
-from typing import NamedTuple
+from json.encoder import encode_basestring_ascii
+from typing import Any, NamedTuple
 
 
 class Status(StrEnum):
@@ -47,7 +49,7 @@ class _FastPickle:
     __slots__ = ()
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
-        names: tuple[str, ...] = self.__slots__  # type: ignore[attr-defined]
+        names: tuple[str, ...] = self.__slots__
         return (self.__class__, tuple(getattr(self, name) for name in names))
 
 
@@ -475,6 +477,46 @@ class FileSummary:
 
 
 @dataclass(frozen=True, slots=True)
+class EffortCategory:
+    """The work items of one kind (rename-only, review, rewrite) on one route, and their hours."""
+
+    items: int
+    hours: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {"items": self.items, "hours": self.hours}
+
+
+@dataclass(frozen=True, slots=True)
+class Effort:
+    """The effort estimate of one route (docs/scoring.md): items and hours per category, in
+    the order rename-only, review, rewrite, and the total."""
+
+    categories: Mapping[str, EffortCategory]
+    total_hours: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "categories": {name: c.to_dict() for name, c in self.categories.items()},
+            "total_hours": self.total_hours,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class WorkItems:
+    """What one route's score and effort were computed from (docs/scoring.md): the work
+    items (each distinct CUDA name, each hazard kind per file) counted by their status on
+    the route. Only what was scored: not what sits in NVIDIA-only code with an AMD path."""
+
+    names: Mapping[Status, int]
+    hazards: Mapping[Status, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.names.values()) + sum(self.hazards.values())
+
+
+@dataclass(frozen=True, slots=True)
 class PythonSection:
     """What a scan found in Python code and dependency manifests, judged per Python route."""
 
@@ -483,7 +525,7 @@ class PythonSection:
     findings: tuple[PyFinding, ...]
     extensions: tuple[Extension, ...]
     scores: Mapping[str, int]
-    effort: Mapping[str, Mapping[str, object]]
+    effort: Mapping[str, Effort]
     files: int  # Python files and manifests read
 
     @property
@@ -495,7 +537,7 @@ class PythonSection:
             "routes": [str(r) for r in ROUTES],
             "files": self.files,
             "scores": dict(self.scores),
-            "effort": {r: dict(e) for r, e in self.effort.items()},
+            "effort": {route: e.to_dict() for route, e in self.effort.items()},
             "unknown_packages": self.unknown_packages,
             "dependencies": [d.to_dict() for d in self.dependencies],
             "usages": [u.to_dict() for u in self.uses],
@@ -504,11 +546,163 @@ class PythonSection:
         }
 
 
+# -- compile results (portcheck.compile fills them in; `scan --compile` puts them in a Report)
+
+COMPILE_SCHEMA = "portcheck.compile/1"
+# Failures that say nothing about the code: the toolchain or the machine lacks something.
+# `scan --compile` fails the run only for the other classes.
+ENVIRONMENT_CLASSES = frozenset(
+    {"missing-library", "missing-dependency", "unsupported-target", "rocm-version", "timeout"}
+)
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """The hipcc a compile run used."""
+
+    hipcc: str
+    version: str
+    archs: frozenset[str]  # gfx targets its device libraries support
+    rocm: tuple[int, ...] | None = None  # the ROCm release of its HIP headers, e.g. (5, 2)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"path": self.hipcc, "version": self.version}
+
+
+# Diagnostic and CompileResult are not frozen: portcheck.compile maps each diagnostic back
+# to the CUDA line and classifies each failure in place, as it learns about them.
+@dataclass
+class Diagnostic:
+    line: int
+    column: int
+    severity: str
+    message: str
+    path: str = ""  # the original CUDA file (relative), when the diagnostic maps to one
+    source_line: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "severity": self.severity,
+            "message": self.message,
+            "source_line": self.source_line,
+        }
+
+
+@dataclass
+class CompileResult:
+    """One translation unit built for one gfx target."""
+
+    path: str
+    arch: str
+    ok: bool
+    seconds: float
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    # "", untranslated-cuda, missing-library, missing-dependency, rocm-version, port-problem,
+    # hip-api-difference, unsupported-target, timeout, other
+    failure_class: str = ""
+    explanation: str = ""
+    finding_ids: list[str] = field(default_factory=list)
+    cached: bool = False
+
+    @property
+    def code_failure(self) -> bool:
+        """Failed for a reason in the code (not a missing library, an old ROCm, a target
+        the toolchain lacks or a timeout)."""
+        return not self.ok and self.failure_class not in ENVIRONMENT_CLASSES
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "arch": self.arch,
+            "ok": self.ok,
+            "seconds": round(self.seconds, 3),
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+            "class": self.failure_class,
+            "explanation": self.explanation,
+            "findings": self.finding_ids,
+            "cached": self.cached,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompileResult:
+        """A result read back from the cache; TypeError/KeyError/ValueError if malformed."""
+        return cls(
+            path=str(data["path"]),
+            arch=str(data["arch"]),
+            ok=bool(data["ok"]),
+            seconds=float(data["seconds"]),
+            diagnostics=[Diagnostic(**d) for d in data["diagnostics"]],
+            failure_class=str(data["class"]),
+            explanation=str(data["explanation"]),
+            finding_ids=[str(i) for i in data["findings"]],
+            cached=True,
+        )
+
+
+@dataclass
+class CompileReport:
+    """A compile run: the toolchain, every unit's result, and what was not compiled."""
+
+    toolchain: Toolchain
+    results: list[CompileResult]
+    skipped: list[Skipped] = field(default_factory=list)
+    databases: list[str] = field(default_factory=list)  # compile_commands.json files used
+    warnings: list[str] = field(default_factory=list)  # for the user, on stderr
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "schema": COMPILE_SCHEMA,
+            "hipcc": self.toolchain.to_dict(),
+            "results": [r.to_dict() for r in self.results],
+            "skipped": [s.to_dict() for s in self.skipped],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Excerpt:
+    """Consecutive lines of a scanned file around findings, as the reports that show code
+    print them (portcheck.excerpts reads them). Not part of the JSON document."""
+
+    path: str
+    start_line: int  # the 1-based number of lines[0]
+    lines: tuple[str, ...]
+
+    def around(self, line: int, context: int) -> list[tuple[int, str]]:
+        """(number, text) of the lines within `context` of `line` that this excerpt has."""
+        first = max(self.start_line, line - context)
+        last = min(self.start_line + len(self.lines) - 1, line + context)
+        return [(n, self.lines[n - self.start_line]) for n in range(first, last + 1)]
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """What a scan counted, as every report format states it (the JSON summary's first
+    fields, in its order)."""
+
+    files_scanned: int
+    files_skipped: int
+    lines: int
+    uses: int
+    distinct_names: int
+    unknown_names: int  # distinct CUDA-looking names the rule set does not know
+    findings: int
+    files_with_parse_errors: int
+    kernels: int
+    amd_paths: int
+    amd_alternative_findings: int  # in NVIDIA-only code that has an AMD path: not scored
+
+    def to_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.__slots__}
+
+
 @dataclass(frozen=True, slots=True)
 class Report:
     """Everything one scan found. `to_json()` gives the `portcheck.report/1` document."""
 
-    root: str
+    root: str  # as the user named it (a folder or a file)
     tool_version: str
     targets: tuple[Target, ...]
     files: tuple[FileSummary, ...]
@@ -517,12 +711,20 @@ class Report:
     skipped: tuple[Skipped, ...]
     kernels: tuple[Kernel, ...]
     scores: Mapping[str, int | None]  # None: nothing to score (no CUDA found)
-    effort: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
-    compile_results: tuple[object, ...] = ()  # portcheck.compile.CompileResult, with --compile
+    effort: Mapping[str, Effort] = field(default_factory=dict)
     seconds: float = 0.0
-    extra: Mapping[str, object] = field(default_factory=dict)
     python: PythonSection | None = None  # when the tree has Python code or manifests
     amd_paths: tuple[AmdPath, ...] = ()  # branches only an AMD build takes
+    # The folder every path is relative to, as an absolute file: URI ending in "/"; "" when
+    # unknown. For SARIF's SRCROOT; not in the JSON document.
+    root_uri: str = ""
+    excerpts: tuple[Excerpt, ...] = ()  # the source around the findings (not in the JSON)
+    work_items: Mapping[str, WorkItems] = field(default_factory=dict)  # (not in the JSON)
+    # With --compile: each unit built for each gfx target, and the hipcc that built them.
+    compile_results: tuple[CompileResult, ...] = ()
+    toolchain: Toolchain | None = None
+    # With --baseline: the positions in `findings` of those the baseline does not have.
+    new_finding_indices: tuple[int, ...] | None = None
 
     @property
     def lines(self) -> int:
@@ -537,13 +739,160 @@ class Report:
         """Distinct CUDA-looking names the rule set does not know."""
         return len({u.name for u in self.uses if u.rule is None})
 
-    def to_dict(self) -> dict[str, object]:
-        from portcheck.report.json import report_to_dict
+    @property
+    def parse_error_files(self) -> tuple[FileSummary, ...]:
+        """The files whose parse had errors (their findings may be incomplete), by path."""
+        return tuple(sorted((f for f in self.files if f.parse_errors), key=lambda f: f.path))
 
-        return report_to_dict(self)
+    @property
+    def new_findings(self) -> tuple[Finding, ...] | None:
+        """With --baseline: the findings the baseline does not have; else None."""
+        if self.new_finding_indices is None:
+            return None
+        return tuple(self.findings[i] for i in self.new_finding_indices)
+
+    def counts(self) -> Counts:
+        return Counts(
+            files_scanned=len(self.files),
+            files_skipped=len(self.skipped),
+            lines=self.lines,
+            uses=len(self.uses),
+            distinct_names=self.distinct_names,
+            unknown_names=self.unknown_names,
+            findings=len(self.findings),
+            files_with_parse_errors=len(self.parse_error_files),
+            kernels=len(self.kernels),
+            amd_paths=len(self.amd_paths),
+            amd_alternative_findings=sum(1 for f in self.findings if f.amd_alternative),
+        )
+
+    # -- the portcheck.report/1 document (the Interfaces contract in DESIGN.md)
+
+    def document_head(self, counts: Counts | None = None) -> dict[str, object]:
+        """The document's fields before its lists: schema, tool, root, targets, summary."""
+        summary: dict[str, object] = {
+            **(counts or self.counts()).to_dict(),
+            "scores": dict(self.scores),
+            "effort": {target: e.to_dict() for target, e in self.effort.items()},
+            "seconds": round(self.seconds, 3),
+        }
+        if self.new_finding_indices is not None:
+            summary["new_findings"] = len(self.new_finding_indices)
+        return {
+            "schema": REPORT_SCHEMA,
+            "tool": {"name": "portcheck", "version": self.tool_version},
+            "root": self.root,
+            "targets": [str(t) for t in self.targets],
+            "summary": summary,
+        }
+
+    def document_lists(self) -> dict[str, Iterator[object]]:
+        """The document's lists, each entry made as it is asked for."""
+        lists: dict[str, Iterator[object]] = {
+            "files": (f.to_dict() for f in self.files),
+            "usages": (u.to_dict() for u in self.uses),
+            "findings": self._finding_dicts(),
+            "kernels": (k.to_dict() for k in self.kernels),
+            "skipped": (s.to_dict() for s in self.skipped),
+            "amd_paths": (p.to_dict() for p in self.amd_paths),
+        }
+        if self.compile_results:
+            lists["compile"] = (r.to_dict() for r in self.compile_results)
+        return lists
+
+    def _finding_dicts(self) -> Iterator[dict[str, object]]:
+        if self.new_finding_indices is None:
+            yield from (f.to_dict() for f in self.findings)
+            return
+        new = set(self.new_finding_indices)
+        for index, finding in enumerate(self.findings):
+            yield {**finding.to_dict(), "new": index in new}
+
+    def document_tail(self) -> dict[str, object]:
+        """The document's fields after its lists: the hipcc of --compile, the Python section."""
+        tail: dict[str, object] = {}
+        if self.compile_results:
+            tail["hipcc"] = self.toolchain.to_dict() if self.toolchain else {}
+        if self.python is not None:
+            tail["python"] = self.python.to_dict()
+        return tail
+
+    def to_dict(self) -> dict[str, object]:
+        """The `portcheck.report/1` document as plain data."""
+        document = self.document_head()
+        document.update({key: list(items) for key, items in self.document_lists().items()})
+        document.update(self.document_tail())
+        return document
+
+    def iter_json(self) -> Iterator[str]:
+        """The document as text pieces, as `portcheck scan --format json` writes it: the
+        head indented, list entries one per line. One list entry at a time, so that a
+        report on a million lines is written without holding it all twice. ASCII: every
+        other character is a JSON escape, so no path reaches a terminal or a log raw."""
+        yield "{"
+        first = True
+        for key, value in self.document_head().items():
+            text = json.dumps(value, indent=2).replace("\n", "\n  ")
+            yield ("" if first else ",") + f"\n  {json.dumps(key)}: {text}"
+            first = False
+        for key, items in self.document_lists().items():
+            yield f",\n  {json.dumps(key)}: ["
+            encoded = _encoded_uses(self.uses) if key == "usages" else map(_encode, items)
+            yield from _json_list_body(encoded)
+        for key, value in self.document_tail().items():
+            text = json.dumps(value) if key == "hipcc" else json.dumps(value, indent=2)
+            yield f",\n  {json.dumps(key)}: " + text.replace("\n", "\n  ")
+        yield "\n}\n"
 
     def to_json(self) -> str:
         """The `portcheck.report/1` document, as `portcheck scan --format json` writes it."""
-        from portcheck.report.json import render_json
+        return "".join(self.iter_json())
 
-        return render_json(self)
+
+REPORT_SCHEMA = "portcheck.report/1"
+_encode = json.JSONEncoder().encode  # built once: json.dumps rebuilds it per call
+_JSON_BATCH = 512  # list entries per piece of text
+
+
+def _json_list_body(encoded: Iterable[str]) -> Iterator[str]:
+    """The entries of a list, one per line, in batches; then the closing bracket."""
+    empty = True
+    batch: list[str] = []
+    for item in encoded:
+        batch.append(item)
+        if len(batch) == _JSON_BATCH:
+            yield ("\n    " if empty else ",\n    ") + ",\n    ".join(batch)
+            empty = False
+            batch.clear()
+    if batch:
+        yield ("\n    " if empty else ",\n    ") + ",\n    ".join(batch)
+        empty = False
+    yield "]" if empty else "\n  ]"
+
+
+def _encoded_uses(uses: Iterable[Use]) -> Iterator[str]:
+    """Each use as `_encode(use.to_dict())` would write it, built directly: a report has
+    tens of thousands of uses, and most of each entry is shared with other uses (the
+    name, kind, family and path; the hip name and statuses of one rule), so those parts
+    are encoded once each."""
+    tails: dict[int, str] = {}
+    heads: dict[tuple[str, str, str, str], str] = {}
+    string = encode_basestring_ascii
+    for use in uses:
+        name, kind, family, path, span, device, rule = use
+        tail = tails.get(id(rule))
+        if tail is None:
+            data = use.to_dict()
+            tail = tails[id(rule)] = _encode({"hip": data["hip"], "status": data["status"]})[1:]
+        key = (name, kind, family, path)
+        head = heads.get(key)
+        if head is None:
+            head = heads[key] = (
+                f'{{"name": {string(name)}, "kind": {string(kind)}, '
+                f'"family": {string(family)}, "path": {string(path)}, '
+            )
+        line, column, end_line, end_column = span[:4]
+        yield (
+            f'{head}"line": {line}, "column": {column}, "end_line": {end_line}, '
+            f'"end_column": {end_column}, "in_device_code": {"true" if device else "false"}, {tail}'
+        )

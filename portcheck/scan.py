@@ -19,6 +19,7 @@ from portcheck.cache import (
     tree_key,
 )
 from portcheck.discover import MAX_FILE_BYTES, Candidate, discover
+from portcheck.excerpts import read_excerpts
 from portcheck.filescan import FileScan, FileScanner
 from portcheck.graph import Node, build_call_graph, kernels_reaching
 from portcheck.model import (
@@ -53,7 +54,7 @@ from portcheck.runner import (
     fewer_collections,
     scan_candidates,
 )
-from portcheck.score import effort, project_scores, scores
+from portcheck.score import effort, project_scores, scores, work_item_counts
 from portcheck.wire import WireError, decode_report, encode_report
 
 ProgressCallback = Callable[[int, int, str], None]  # (done, total, current path)
@@ -126,7 +127,8 @@ def scan_files(
     )
     with fewer_collections():
         report, files = _scan_tree(root, options, scanner, progress, keep_files)
-    return replace(report, seconds=time.perf_counter() - started), files
+    root_uri = Path(base).resolve().as_uri().rstrip("/") + "/"
+    return replace(report, seconds=time.perf_counter() - started, root_uri=root_uri), files
 
 
 def _check_root(root: Path) -> None:
@@ -221,7 +223,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-7"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-8"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -389,7 +391,9 @@ def _assemble(
         kernels=kernels,
         scores=_project_scores(uses, findings, scored_uses, counted_findings, targets),
         effort=effort(scored_uses, counted_findings, targets),
+        work_items=work_item_counts(scored_uses, counted_findings, targets),
         amd_paths=tuple(facts.amd_paths()),
+        excerpts=read_excerpts(root, findings),
     )
 
 

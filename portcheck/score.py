@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
-from portcheck.model import Status, Target
+from portcheck.model import Effort, EffortCategory, Status, Target, WorkItems
 
 
 class _Verdicts(Protocol):
@@ -111,6 +111,21 @@ def scores(
     return {t: 100 if s is None else s for t, s in project_scores(uses, findings, targets).items()}
 
 
+def work_item_counts(
+    uses: Sequence[Judged], findings: Sequence[Hazard], targets: Sequence[str]
+) -> dict[str, WorkItems]:
+    """Per target: the work items the score is the mean credit of, counted by status."""
+    result: dict[str, WorkItems] = {}
+    statuses = _statuses(uses)
+    for target in targets:
+        names = dict.fromkeys(WORST_FIRST, 0)
+        hazards = dict.fromkeys(WORST_FIRST, 0)
+        for kind, status in _items(statuses, findings, target).values():
+            (names if kind == "name" else hazards)[status] += 1
+        result[str(target)] = WorkItems(names=names, hazards=hazards)
+    return result
+
+
 def category(kind: str, status: Status, target: str) -> str | None:
     """The effort category of one work item on one target (None: no work)."""
     if status is Status.UNSUPPORTED:
@@ -123,9 +138,9 @@ def category(kind: str, status: Status, target: str) -> str | None:
 
 def effort(
     uses: Sequence[Judged], findings: Sequence[Hazard], targets: Sequence[str]
-) -> dict[str, dict[str, object]]:
+) -> dict[str, Effort]:
     """Per target: items and hours per category, and the total hours."""
-    result: dict[str, dict[str, object]] = {}
+    result: dict[str, Effort] = {}
     statuses = _statuses(uses)
     for target in targets:
         counts = dict.fromkeys(HOURS, 0)
@@ -134,9 +149,9 @@ def effort(
             if name is not None:
                 counts[name] += 1
         categories = {
-            name: {"items": count, "hours": round(count * HOURS[name], 1)}
+            name: EffortCategory(items=count, hours=round(count * HOURS[name], 1))
             for name, count in counts.items()
         }
-        total = round(sum(c["hours"] for c in categories.values()), 1)
-        result[str(target)] = {"categories": categories, "total_hours": total}
+        total = round(sum(c.hours for c in categories.values()), 1)
+        result[str(target)] = Effort(categories=categories, total_hours=total)
     return result

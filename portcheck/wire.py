@@ -27,6 +27,9 @@ from portcheck.filescan import FileScan
 from portcheck.model import (
     AmdPath,
     Dependency,
+    Effort,
+    EffortCategory,
+    Excerpt,
     Extension,
     FileSummary,
     Finding,
@@ -45,6 +48,7 @@ from portcheck.model import (
     Target,
     Use,
     Verdicts,
+    WorkItems,
 )
 from portcheck.preproc import Branch, ConstantDef, Invocation, MacroDef, PreprocFacts
 from portcheck.project import Pending
@@ -164,26 +168,38 @@ def _decode_scores(value: Any) -> dict[str, int | None]:
 SCORES = Field(dict, _decode_scores)
 
 
-def _decode_effort(value: Any) -> dict[str, dict[str, object]]:
+def _decode_effort(value: Any) -> dict[str, Effort]:
     """{route: {"categories": {name: {"items": int, "hours": number}}, "total_hours": n}}"""
     if type(value) is not dict:
         raise _bad("expected effort")
-    for estimate in value.values():
+    efforts = {}
+    for route, estimate in value.items():
         if type(estimate) is not dict or set(estimate) != {"categories", "total_hours"}:
             raise _bad("expected an effort estimate")
-        _decode_float(estimate["total_hours"])
         categories = estimate["categories"]
         if type(categories) is not dict:
             raise _bad("expected effort categories")
-        for counts in categories.values():
+        decoded = {}
+        for name, counts in categories.items():
             if type(counts) is not dict or set(counts) != {"items", "hours"}:
                 raise _bad("expected an effort category")
-            _check_int(counts["items"])
-            _decode_float(counts["hours"])
-    return value
+            decoded[name] = EffortCategory(
+                _check_int(counts["items"]), _decode_float(counts["hours"])
+            )
+        efforts[route] = Effort(decoded, _decode_float(estimate["total_hours"]))
+    return efforts
 
 
-EFFORT = Field(lambda effort: {k: dict(v) for k, v in effort.items()}, _decode_effort)
+EFFORT = Field(lambda effort: {k: v.to_dict() for k, v in effort.items()}, _decode_effort)
+
+
+def _decode_status_counts(value: Any) -> dict[Status, int]:
+    if type(value) is not dict:
+        raise _bad("expected counts by status")
+    return {STATUS.decode(status): _check_int(count) for status, count in value.items()}
+
+
+STATUS_COUNTS = Field(lambda counts: {s.value: n for s, n in counts.items()}, _decode_status_counts)
 
 
 # ------------------------------------------------------------------ records
@@ -398,6 +414,20 @@ EXTENSION = Record(
     ],
 )
 SKIPPED = Record(Skipped, [("path", STR), ("reason", STR)])
+WORK_ITEMS = Record(WorkItems, [("names", STATUS_COUNTS), ("hazards", STATUS_COUNTS)])
+
+
+def _decode_work_items(value: Any) -> dict[str, WorkItems]:
+    if type(value) is not dict:
+        raise _bad("expected work items")
+    return {_check_str(target): WORK_ITEMS.decode(items) for target, items in value.items()}
+
+
+WORK_ITEMS_BY_TARGET = Field(
+    lambda by_target: {t: WORK_ITEMS.encode(items) for t, items in by_target.items()},
+    _decode_work_items,
+)
+EXCERPT = Record(Excerpt, [("path", STR), ("start_line", INT), ("lines", STRS)])
 FILE_SUMMARY = Record(
     FileSummary,
     [
@@ -599,11 +629,14 @@ _REPORT_FIELDS: list[tuple[str, Field]] = [
     ("seconds", FLOAT),
     ("python", _optional(PYTHON_SECTION.field)),
     ("amd_paths", AMD_PATH.tuple),
+    ("excerpts", EXCERPT.tuple),
+    ("work_items", WORK_ITEMS_BY_TARGET),
 ]
 
 
 def encode_report(report: Report) -> bytes:
-    """A scan's report (before --compile and --baseline add to it: those are not kept)."""
+    """A scan's report (before --compile and --baseline add to it: compile_results,
+    toolchain and new_finding_indices are not kept)."""
     body: dict[str, object] = {
         "targets": [target.value for target in report.targets],
         "uses": encode_uses(report.uses),
@@ -622,6 +655,8 @@ def decode_report(payload: bytes | str, rules: RuleSet) -> Report:
         names = {str(target) for target in targets}
         if set(values["scores"]) != names or not names <= set(values["effort"]):
             raise _bad("scores do not name the report's targets")
+        if not names <= set(values["work_items"]):
+            raise _bad("work items do not name the report's targets")
         return Report(targets=targets, uses=tuple(decode_uses(doc["uses"], rules)), **values)
 
     result: Report = _decoded(decode)

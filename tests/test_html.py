@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import portcheck
-from portcheck.compile import CompileResult, Diagnostic
+from portcheck.compile import CompileResult, Diagnostic, Toolchain
 from portcheck.report.html import render_html
 
 from conftest import FIXTURES, REPO
@@ -231,7 +231,7 @@ def test_compile_results_and_a_single_target_render():
     report = dataclasses.replace(
         report,
         compile_results=(failed, built),
-        extra={"hipcc": {"path": "/usr/bin/hipcc", "version": "5.2"}},
+        toolchain=Toolchain("/usr/bin/hipcc", "5.2", frozenset({"gfx90a"})),
     )
     markup = render_html(report)
     assert "1/2 translation units build" in markup

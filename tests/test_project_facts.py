@@ -93,7 +93,7 @@ def test_an_amd_alternative_costs_no_score(tmp_path):
     unported = portcheck.scan(tmp_path / "q", cache=False)
     assert any(not f.amd_alternative and f.slug == "lane-mask-width" for f in unported.findings)
     assert unported.scores["hip"] < ported.scores["hip"]
-    assert unported.effort["hip"]["total_hours"] > ported.effort["hip"]["total_hours"]
+    assert unported.effort["hip"].total_hours > ported.effort["hip"].total_hours
 
 
 def test_a_constant_changed_in_one_header_changes_another_files_findings(tmp_path):

@@ -3,22 +3,45 @@
 Each formatter's module is imported when that format is asked for (Jinja2 for HTML, rich
 for the terminal), so writing one format does not load the others.
 
-The helpers here are what every format must say the same way: which files had parse
-errors, whether there was anything to score, and file names made safe to show."""
+What every format says about a report (scores, effort, counts, verdict marks, blockers,
+parse errors) is computed once, by portcheck.report.view. Here: whether there was
+anything to score (the CLI asks it too, for --fail-under), and file names made safe
+to show."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
 from importlib import import_module
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from portcheck.paths import display_path
 
 if TYPE_CHECKING:
-    from portcheck.model import FileSummary, Report
+    from portcheck.model import (
+        AmdPath,
+        Dependency,
+        Excerpt,
+        FileSummary,
+        Finding,
+        Kernel,
+        PyFinding,
+        PyUse,
+        Report,
+    )
 
 Formatter = Callable[["Report"], str]
+_HasPath = TypeVar(
+    "_HasPath",
+    "FileSummary",
+    "Finding",
+    "Kernel",
+    "AmdPath",
+    "Excerpt",
+    "Dependency",
+    "PyUse",
+    "PyFinding",
+)
 
 # format name -> (module, function)
 _FORMATTERS = {
@@ -38,26 +61,6 @@ def formatter(name: str) -> Formatter:
     module, function = _FORMATTERS[name]
     render: Formatter = getattr(import_module(module), function)
     return render
-
-
-def parse_error_files(report: Report) -> list[FileSummary]:
-    """The files whose parse had errors (their findings may be incomplete), by path."""
-    return sorted((f for f in report.files if f.parse_errors), key=lambda f: f.path)
-
-
-def amd_path_sentence(report: Report) -> str:
-    """How much of the project already builds for AMD, said the same way in every format."""
-    paths = report.amd_paths
-    alternatives = sum(1 for f in report.findings if f.amd_alternative)
-    if not paths and not alternatives:
-        return "Existing AMD paths: none found (no branch built only for AMD GPUs)."
-    files = len({p.path for p in paths})
-    lines = sum(p.end_line - p.start_line + 1 for p in paths)
-    return (
-        f"Existing AMD paths: {len(paths)} branch(es) in {files} file(s) ({lines:,} lines) "
-        f"already build for AMD GPUs; {alternatives} finding(s) in NVIDIA-only code that has "
-        "an AMD path are listed but cost no score or effort."
-    )
 
 
 def nothing_to_score(report: Report) -> bool:
@@ -89,7 +92,7 @@ def for_display(report: Report) -> Report:
 def _escaped(report: Report) -> Report:
     show = display_path
 
-    def path_of(item):  # type: ignore[no-untyped-def]
+    def path_of(item: _HasPath) -> _HasPath:
         return replace(item, path=show(item.path))
 
     python = report.python
@@ -117,6 +120,7 @@ def _escaped(report: Report) -> Report:
         findings=tuple(map(path_of, report.findings)),
         kernels=tuple(map(path_of, report.kernels)),
         amd_paths=tuple(map(path_of, report.amd_paths)),
+        excerpts=tuple(map(path_of, report.excerpts)),
         skipped=tuple(replace(s, path=show(s.path), reason=show(s.reason)) for s in report.skipped),
         python=python,
     )
@@ -127,9 +131,7 @@ __all__ = [
     "NOTHING_TO_SCORE",
     "NOTHING_TO_SCORE_SENTENCE",
     "Formatter",
-    "amd_path_sentence",
     "for_display",
     "formatter",
     "nothing_to_score",
-    "parse_error_files",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from portcheck.compile import CompileReport
+from portcheck.model import CompileReport, CompileResult
 
 CLASS_TITLE = {
     "untranslated-cuda": "CUDA left untranslated",
@@ -25,7 +25,7 @@ def render_compile(report: CompileReport) -> str:
     lines = [f"hipcc {report.toolchain.version} ({report.toolchain.hipcc})"]
     for database in report.databases:
         lines.append(f"flags from {database}")
-    by_arch: dict[str, list] = defaultdict(list)
+    by_arch: dict[str, list[CompileResult]] = defaultdict(list)
     for result in report.results:
         by_arch[result.arch].append(result)
     for arch, results in sorted(by_arch.items()):

@@ -14,35 +14,33 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 
 from jinja2 import BaseLoader, Environment, StrictUndefined, TemplateNotFound
 from markupsafe import Markup, escape
 
-from portcheck.checks import catalogue
-from portcheck.model import Finding, PyUse, Report, Severity, Status, Target, Use
-from portcheck.report import (
-    NOTHING_TO_SCORE_SENTENCE,
-    amd_path_sentence,
-    for_display,
-    parse_error_files,
+from portcheck.model import (
+    Diagnostic,
+    EffortCategory,
+    Excerpt,
+    Finding,
+    PyUse,
+    Report,
+    Severity,
+    Status,
+    Target,
 )
+from portcheck.report import for_display
 from portcheck.report.compile import CLASS_TITLE
-from portcheck.report.text import (
-    PY_ROUTE_BLURB,
-    PY_ROUTE_TITLE,
-    ROUTE_BLURB,
-    STATUS_MARK,
-    TARGET_TITLE,
-)
+from portcheck.report.text import PY_ROUTE_BLURB, PY_ROUTE_TITLE, ROUTE_BLURB, STATUS_MARK
+from portcheck.report.view import NOTHING_TO_SCORE_SENTENCE, TARGET_TITLE, ReportView
 from portcheck.resources import data_dir
 
 # The score module is the single source of the formula; the report shows its arithmetic
-# rather than re-deriving it, so the two cannot drift.
-from portcheck.score import CREDIT, HOURS, WORST_FIRST, category, work_items
+# (from the work items the scan scored, in the Report) rather than re-deriving it.
+from portcheck.score import CREDIT, HOURS
 
 TEMPLATE = "report.html.j2"
 STATUS_ORDER = (Status.SUPPORTED, Status.PARTIAL, Status.UNSUPPORTED, Status.UNKNOWN)
@@ -52,7 +50,7 @@ STATUS_LABEL = {
     Status.UNSUPPORTED: "unsupported",
     Status.UNKNOWN: "unknown",
 }
-SNIPPET_CONTEXT = 3  # lines shown either side of a finding
+SNIPPET_CONTEXT = 3  # lines shown either side of a finding (the scan keeps EXCERPT_CONTEXT)
 SNIPPET_MAX_COLUMNS = 240  # minified or generated lines are cut, not wrapped forever
 MAX_FINDING_CARDS = 400  # past this the page gets heavy; JSON has the rest
 MAX_BLOCKERS = 12
@@ -70,7 +68,8 @@ CHART_TOP = 6
 
 def render_html(report: Report) -> str:
     """The report as one self-contained HTML document."""
-    return _environment().get_template(TEMPLATE).render(**_context(for_display(report)))
+    view = ReportView(for_display(report))
+    return _environment().get_template(TEMPLATE).render(**_context(view))
 
 
 class _DataDirLoader(BaseLoader):
@@ -114,9 +113,9 @@ def _inline_code(text: str) -> Markup:
     return Markup("").join(out)
 
 
-def _hours(value: object) -> str:
+def _hours(value: float) -> str:
     """15.5 -> "15.5", 85.0 -> "85", 1234.0 -> "1,234"."""
-    number = round(float(value), 1)  # type: ignore[arg-type]
+    number = round(float(value), 1)
     return f"{number:,.1f}".removesuffix(".0")
 
 
@@ -131,25 +130,8 @@ class Route:
     score: int | None  # None: nothing to score
     tone: str
     hours: float
-    categories: dict[str, dict[str, float]]
+    categories: dict[str, EffortCategory]
     blocked_by: str
-    counts: dict[str, int]  # work items by status
-
-
-@dataclass
-class Blocker:
-    name: str
-    kind: str  # "hazard" or the use kind
-    family: str
-    severity: str
-    statuses: dict[str, str]
-    hours: dict[str, float]
-    occurrences: int
-    where: str
-    more_places: int
-    anchor: str
-    note: str
-    full_note: str
 
 
 @dataclass
@@ -172,10 +154,11 @@ class FindingCard:
     tokens: dict[str, str] = field(default_factory=dict)
 
 
-def _context(report: Report) -> dict[str, object]:
+def _context(view: ReportView) -> dict[str, object]:
+    report = view.report
     targets = [str(t) for t in report.targets]
-    blockers = _blockers(report)
-    routes = _routes(report)
+    blockers = view.blockers
+    routes = _routes(view)
     return {
         "report": report,
         "targets": targets,
@@ -184,25 +167,26 @@ def _context(report: Report) -> dict[str, object]:
         "status_mark": {str(s): m for s, m in STATUS_MARK.items()},
         "routes": routes,
         "recommendation": _recommendation(routes),
-        "counts": _counts(report),
+        "counts": view.counts,
         "charts": [_family_chart(report, t) for t in report.targets],
         "blockers": blockers[:MAX_BLOCKERS],
         "blockers_total": len(blockers),
-        "names": _names(report),
+        "hazards": view.hazards,
+        "names": _names(view),
         "families": sorted({u.family for u in report.uses}),
         "files": _files(report),
-        "parse_errors": parse_error_files(report),
-        "amd_path_sentence": amd_path_sentence(report),
+        "parse_errors": view.parse_error_files,
+        "amd_path_sentence": view.amd_path_sentence,
         "languages": sorted({str(f.language) for f in report.files}),
         "kernels": report.kernels,
         "kernel_slugs": sorted({s for k in report.kernels for s in k.findings}),
-        "cards": _finding_cards(report),
+        "cards": _finding_cards(view),
         "cards_total": len(report.findings),
         "severities": [s.name.lower() for s in sorted(Severity, reverse=True)],
         "slugs": sorted({f.slug for f in report.findings}),
         "compile": _compile(report),
         "python": _python(report),
-        "scoring": _scoring(report),
+        "scoring": _scoring(view),
         "credit": {str(s): CREDIT[s] for s in STATUS_ORDER},
         "hours_per_item": HOURS,
     }
@@ -235,7 +219,7 @@ def _python(report: Report) -> dict[str, object] | None:
             "blurb": PY_ROUTE_BLURB[route],
             "score": score,
             "tone": _tone(score),
-            "hours": _hours(section.effort[route]["total_hours"]),
+            "hours": _hours(section.effort[route].total_hours),
         }
         for route, score in section.scores.items()
     ]
@@ -256,148 +240,24 @@ def _tone(score: int | None) -> str:
     return "good" if score >= 90 else "fair" if score >= 70 else "poor"
 
 
-def _counts(report: Report) -> dict[str, int]:
-    return {
-        "files": len(report.files),
-        "skipped": len(report.skipped),
-        "lines": report.lines,
-        "uses": len(report.uses),
-        "names": report.distinct_names,
-        "unknown_names": report.unknown_names,
-        "findings": len(report.findings),
-        "kernels": len(report.kernels),
-    }
-
-
-def _first_uses(report: Report) -> tuple[dict[str, Use], Counter[str]]:
-    first: dict[str, Use] = {}
-    occurrences: Counter[str] = Counter()
-    for use in report.uses:
-        first.setdefault(use.name, use)
-        occurrences[use.name] += 1
-    return first, occurrences
-
-
-def _item_hours(status: Status) -> float:
-    """Hours a not-plainly-supported work item costs (score.category: review or rewrite)."""
-    name = category("hazard", status, Target.HIP)  # hazards never count as rename-only
-    return HOURS[name] if name else 0.0
-
-
-def _worst(statuses: Iterable[Status]) -> Status:
-    return min(statuses, key=WORST_FIRST.index, default=Status.SUPPORTED)
-
-
-def _blockers(report: Report) -> list[Blocker]:
-    """Names and hazards not plainly supported on some route, costliest first.
-
-    Names of one family with the same verdicts form one row ("9 cufft names"): a lead
-    plans the cuFFT port, not cufftPlan2d on its own. Hazards are one row per slug."""
-    targets = report.targets
-    blockers: list[Blocker] = []
-    first, occurrences = _first_uses(report)
-    groups: dict[tuple[str, tuple[Status, ...]], list[Use]] = defaultdict(list)
-    for use in first.values():
-        statuses = tuple(use.status[t] for t in targets)
-        if any(s is not Status.SUPPORTED for s in statuses):
-            groups[(use.family, statuses)].append(use)
-    for (family, statuses), uses in groups.items():
-        lead = uses[0]
-        sites = sum(occurrences[u.name] for u in uses)
-        if len(uses) == 1:
-            name = lead.name
-            kind = lead.kind if lead.kind == family.rstrip("s") else f"{family} {lead.kind}"
-            note = (lead.rule.notes or "") if lead.rule else "not in the rule set"
-        else:
-            name, kind = f"{len(uses)} {family} names", family
-            note = ", ".join(u.name for u in uses[:4]) + (", …" if len(uses) > 4 else "")
-        blockers.append(
-            Blocker(
-                name=name,
-                kind=kind,
-                family=family,
-                severity="",
-                statuses={str(t): str(s) for t, s in zip(targets, statuses, strict=True)},
-                hours={
-                    str(t): _item_hours(s) * len(uses)
-                    for t, s in zip(targets, statuses, strict=True)
-                },
-                occurrences=sites,
-                where=f"{lead.path}:{lead.span.line}",
-                more_places=sites - 1,
-                anchor="",
-                note=_shorten(note),
-                full_note=note,
-            )
-        )
-    by_slug: dict[str, list[Finding]] = defaultdict(list)
-    for finding in report.findings:
-        by_slug[finding.slug].append(finding)
-    specs = catalogue()
-    for slug, group in by_slug.items():
-        files: dict[str, list[Finding]] = defaultdict(list)
-        for finding in group:
-            files[finding.path].append(finding)
-        hours: dict[str, float] = {}
-        statuses_by_target: dict[str, str] = {}
-        for target in targets:
-            # One work item per file, at the worst verdict in that file (docs/scoring.md).
-            per_file = [_worst(f.targets[target] for f in fs) for fs in files.values()]
-            hours[str(target)] = sum(_item_hours(s) for s in per_file)
-            statuses_by_target[str(target)] = str(_worst(per_file))
-        spec = specs.get(slug)
-        blockers.append(
-            Blocker(
-                name=slug,
-                kind="hazard",
-                family=spec.id if spec else group[0].id,
-                severity=group[0].severity.name.lower(),
-                statuses=statuses_by_target,
-                hours=hours,
-                occurrences=len(group),
-                where=f"{group[0].path}:{group[0].span.line}",
-                more_places=len(group) - 1,
-                anchor=f"finding-{slug}",
-                note=spec.summary if spec else group[0].message,
-                full_note=spec.summary if spec else group[0].message,
-            )
-        )
-
-    def cost(blocker: Blocker) -> tuple[int, float, int, int, str]:
-        unsupported = sum(s == Status.UNSUPPORTED for s in blocker.statuses.values())
-        return (
-            -unsupported,
-            -sum(blocker.hours.values()),
-            blocker.kind != "hazard",
-            -blocker.occurrences,
-            blocker.name,
-        )
-
-    return sorted(blockers, key=cost)
-
-
-def _shorten(text: str, limit: int = 90) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit].rsplit(" ", 1)[0] + " …"
-
-
-def _blocked_by(report: Report, target: Target) -> str:
+def _blocked_by(view: ReportView, target: Target) -> str:
     """What keeps one route from 100, in a few words: rewrites first, then reviews."""
-    first, _ = _first_uses(report)
+    names = view.names
     for wanted, verb in ((Status.UNSUPPORTED, "rewrite"), (Status.PARTIAL, "review")):
         names_by_family: dict[str, list[str]] = defaultdict(list)
-        for name, use in first.items():
-            if use.status[target] is wanted:
-                names_by_family[use.family].append(name)
+        for name, entry in names.items():
+            if entry.first.status[target] is wanted:
+                names_by_family[entry.first.family].append(name)
         hazard_files: dict[str, set[str]] = defaultdict(set)
-        for finding in report.findings:
+        for finding in view.report.findings:
             if finding.targets[target] is wanted:
                 hazard_files[finding.slug].add(finding.path)
         groups: list[tuple[int, str]] = []
-        for family, names in names_by_family.items():
-            label = names[0] if len(names) == 1 else f"{len(names)} {family} names"
-            groups.append((len(names), label))
+        for family, listed_names in names_by_family.items():
+            label = (
+                listed_names[0] if len(listed_names) == 1 else f"{len(listed_names)} {family} names"
+            )
+            groups.append((len(listed_names), label))
         groups.extend((len(files), slug) for slug, files in hazard_files.items())
         if not groups:
             continue
@@ -405,31 +265,27 @@ def _blocked_by(report: Report, target: Target) -> str:
         listed = ", ".join(label for _, label in groups[:3])
         more = ", …" if len(groups) > 3 else ""
         return f"to {verb}: {listed}{more}"
-    unknown = sum(1 for use in first.values() if use.status[target] is Status.UNKNOWN)
+    unknown = sum(1 for entry in names.values() if entry.first.status[target] is Status.UNKNOWN)
     if unknown:
         return f"to check: {_plural(unknown, 'name')} not in the rule set"
     return "nothing in the way"
 
 
-def _routes(report: Report) -> list[Route]:
+def _routes(view: ReportView) -> list[Route]:
     routes = []
-    for target in report.targets:
-        key = str(target)
-        estimate = report.effort.get(key, {})
-        categories: Mapping[str, Mapping[str, float]] = estimate.get("categories", {})  # type: ignore[assignment]
-        items = work_items(report.uses, report.findings, target).values()
-        counts = Counter(str(status) for _, status in items)
+    for target in view.targets:
+        score = view.score(target)
+        estimate = view.effort(target)
         routes.append(
             Route(
-                target=key,
+                target=str(target),
                 title=TARGET_TITLE[target],
                 blurb=ROUTE_BLURB[target],
-                score=report.scores[key],
-                tone=_tone(report.scores[key]),
-                hours=float(estimate.get("total_hours", 0.0)),  # type: ignore[arg-type]
-                categories={name: dict(values) for name, values in categories.items()},
-                blocked_by=_blocked_by(report, target),
-                counts={str(s): counts[str(s)] for s in STATUS_ORDER},
+                score=score,
+                tone=_tone(score),
+                hours=estimate.total_hours if estimate else 0.0,
+                categories=dict(estimate.categories) if estimate else {},
+                blocked_by=_blocked_by(view, target),
             )
         )
     return routes
@@ -437,6 +293,11 @@ def _routes(report: Report) -> list[Route]:
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _items_in(route: Route, category: str) -> int:
+    found = route.categories.get(category)
+    return found.items if found else 0
 
 
 def _recommendation(routes: list[Route]) -> str:
@@ -449,8 +310,8 @@ def _recommendation(routes: list[Route]) -> str:
     if all(r.score == 100 for r in routes) and not any(r.hours for r in routes):
         return "Nothing to port: no CUDA construct that needs work was found."
     best = max(routes, key=lambda r: (r.score or 0, -r.hours))
-    rewrites = int(best.categories.get("rewrite", {}).get("items", 0))
-    reviews = int(best.categories.get("review", {}).get("items", 0))
+    rewrites = _items_in(best, "rewrite")
+    reviews = _items_in(best, "review")
     needs = []
     if rewrites:
         needs.append(_plural(rewrites, "rewrite"))
@@ -474,11 +335,19 @@ def _recommendation(routes: list[Route]) -> str:
 
 
 @dataclass
+class ChartSegment:
+    status: str
+    count: int
+    x: float
+    width: float
+
+
+@dataclass
 class ChartRow:
     family: str
     total: int
     y: float
-    segments: list[dict[str, object]]
+    segments: list[ChartSegment]
 
 
 def _family_chart(report: Report, target: Target) -> dict[str, object]:
@@ -493,15 +362,13 @@ def _family_chart(report: Report, target: Target) -> dict[str, object]:
     for index, family in enumerate(order):
         y = CHART_TOP + index * CHART_ROW_HEIGHT
         x = float(CHART_LABEL_WIDTH)
-        segments: list[dict[str, object]] = []
+        segments: list[ChartSegment] = []
         for status in STATUS_ORDER:
             count = tallies[family][str(status)]
             if not count:
                 continue
             width = bar_space * count / largest
-            segments.append(
-                {"status": str(status), "count": count, "x": round(x, 2), "width": round(width, 2)}
-            )
+            segments.append(ChartSegment(str(status), count, round(x, 2), round(width, 2)))
             x += width
         rows.append(ChartRow(family, sum(tallies[family].values()), y, segments))
     end = {row.family: row.segments[-1] for row in rows if row.segments}
@@ -509,10 +376,7 @@ def _family_chart(report: Report, target: Target) -> dict[str, object]:
         "target": str(target),
         "title": TARGET_TITLE[target],
         "rows": rows,
-        "ends": {
-            family: float(seg["x"]) + float(seg["width"])  # type: ignore[arg-type]
-            for family, seg in end.items()
-        },
+        "ends": {family: seg.x + seg.width for family, seg in end.items()},
         "width": CHART_WIDTH,
         "height": CHART_TOP * 2 + max(len(rows), 1) * CHART_ROW_HEIGHT,
         "label_width": CHART_LABEL_WIDTH,
@@ -522,18 +386,18 @@ def _family_chart(report: Report, target: Target) -> dict[str, object]:
     }
 
 
-def _names(report: Report) -> list[dict[str, object]]:
-    first, occurrences = _first_uses(report)
+def _names(view: ReportView) -> list[dict[str, object]]:
     rows = []
-    for name, use in sorted(first.items(), key=lambda kv: (kv[1].family, kv[0])):
+    for name, entry in sorted(view.names.items(), key=lambda kv: (kv[1].first.family, kv[0])):
+        use = entry.first
         rows.append(
             {
                 "name": name,
                 "family": use.family,
                 "kind": use.kind,
                 "hip": use.hip or "",
-                "statuses": {str(t): str(use.status[t]) for t in report.targets},
-                "uses": occurrences[name],
+                "statuses": {str(t): str(use.status[t]) for t in view.targets},
+                "uses": entry.uses,
                 "where": f"{use.path}:{use.span.line}",
                 "note": (use.rule.notes or "") if use.rule else "not in the rule set",
             }
@@ -556,35 +420,22 @@ def _files(report: Report) -> list[dict[str, object]]:
     ]
 
 
-class _SourceReader:
-    """Reads scanned files for snippets, once each, decoding leniently."""
+class _Snippets:
+    """The source around each finding, from the excerpts the scan kept in the Report."""
 
-    def __init__(self, root: str) -> None:
-        base = Path(root)
-        self.base = base if base.is_dir() else base.parent
-        self.cache: dict[str, list[str] | None] = {}
-
-    def lines(self, path: str) -> list[str] | None:
-        if path not in self.cache:
-            try:
-                data = (self.base / path).read_bytes()
-            except OSError:
-                self.cache[path] = None
-            else:
-                text = data.decode("utf-8", errors="replace")
-                self.cache[path] = text.splitlines()
-        return self.cache[path]
+    def __init__(self, excerpts: Iterable[Excerpt]) -> None:
+        self.by_path: dict[str, list[Excerpt]] = defaultdict(list)
+        for excerpt in excerpts:
+            self.by_path[excerpt.path].append(excerpt)
 
     def snippet(self, path: str, line: int) -> list[SnippetLine]:
-        lines = self.lines(path)
-        if not lines or not 1 <= line <= len(lines):
-            return []
-        start = max(1, line - SNIPPET_CONTEXT)
-        stop = min(len(lines), line + SNIPPET_CONTEXT)
-        return [
-            SnippetLine(number, _clean(lines[number - 1]), number == line)
-            for number in range(start, stop + 1)
-        ]
+        for excerpt in self.by_path.get(path, ()):
+            if excerpt.start_line <= line < excerpt.start_line + len(excerpt.lines):
+                return [
+                    SnippetLine(number, _clean(text), number == line)
+                    for number, text in excerpt.around(line, SNIPPET_CONTEXT)
+                ]
+        return []
 
 
 def _clean(text: str) -> str:
@@ -594,16 +445,17 @@ def _clean(text: str) -> str:
     return text
 
 
-def _finding_cards(report: Report) -> list[FindingCard]:
-    reader = _SourceReader(report.root)
-    specs = catalogue()
+def _finding_cards(view: ReportView) -> list[FindingCard]:
+    report = view.report
+    reader = _Snippets(report.excerpts)
+    groups = {group.slug: group for group in view.hazards}
     ordered = sorted(
         report.findings, key=lambda f: (-f.severity, f.id, f.path, f.span.line, f.span.column)
     )
     cards = []
     seen_slugs: set[str] = set()
     for index, finding in enumerate(ordered[:MAX_FINDING_CARDS]):
-        spec = specs.get(finding.slug)
+        group = groups[finding.slug]
         # The first card of each hazard carries the anchor the blockers table links to.
         anchor = f"finding-{finding.slug}" if finding.slug not in seen_slugs else f"f{index}"
         seen_slugs.add(finding.slug)
@@ -613,10 +465,10 @@ def _finding_cards(report: Report) -> list[FindingCard]:
                 anchor=anchor,
                 finding=finding,
                 severity=finding.severity.name.lower(),
-                summary=spec.summary if spec else "",
+                summary=group.summary,
                 targets=targets,
-                notes={t: spec.target_notes.get(t, "") if spec else "" for t in targets},
-                fix=finding.fix or (spec.fix if spec else ""),
+                notes={t: group.target_notes.get(t, "") for t in targets},
+                fix=finding.fix or group.fix,
                 snippet=reader.snippet(finding.path, finding.span.line),
                 tokens={f"status-{t}": s for t, s in targets.items()},
             )
@@ -624,12 +476,12 @@ def _finding_cards(report: Report) -> list[FindingCard]:
     return cards
 
 
-def _distinct_diagnostics(diagnostics: list[dict[str, object]]) -> list[dict[str, object]]:
+def _distinct_diagnostics(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     """A header included twice reports the same line twice; show it once."""
     seen: set[tuple[object, ...]] = set()
     distinct = []
     for diagnostic in diagnostics:
-        key = (diagnostic["path"], diagnostic["line"], diagnostic["column"], diagnostic["message"])
+        key = (diagnostic.path, diagnostic.line, diagnostic.column, diagnostic.message)
         if key not in seen:
             seen.add(key)
             distinct.append(diagnostic)
@@ -642,29 +494,28 @@ def _compile(report: Report) -> dict[str, object] | None:
     results = []
     by_arch: dict[str, list[bool]] = defaultdict(list)
     for result in report.compile_results:
-        data = result.to_dict()  # type: ignore[attr-defined]
-        diagnostics = data["diagnostics"]
-        errors = [d for d in diagnostics if str(d["severity"]).endswith("error")]
+        diagnostics = result.diagnostics
+        errors = [d for d in diagnostics if d.severity.endswith("error")]
         shown = _distinct_diagnostics(errors or diagnostics)[:MAX_DIAGNOSTICS]
-        by_arch[str(data["arch"])].append(bool(data["ok"]))
+        by_arch[result.arch].append(result.ok)
         results.append(
             {
-                "path": data["path"],
-                "arch": data["arch"],
-                "ok": bool(data["ok"]),
-                "class": data["class"],
-                "class_title": CLASS_TITLE.get(str(data["class"]), str(data["class"])),
-                "explanation": data["explanation"],
-                "seconds": data["seconds"],
+                "path": result.path,
+                "arch": result.arch,
+                "ok": result.ok,
+                "class": result.failure_class,
+                "class_title": CLASS_TITLE.get(result.failure_class, result.failure_class),
+                "explanation": result.explanation,
+                "seconds": round(result.seconds, 3),
                 "diagnostics": shown,
                 "more": len(_distinct_diagnostics(diagnostics)) - len(shown),
             }
         )
-    hipcc = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
+    toolchain = report.toolchain
     return {
         "hipcc": {
-            "path": str(hipcc.get("path", "hipcc")),
-            "version": str(hipcc.get("version", "?")),
+            "path": toolchain.hipcc if toolchain else "hipcc",
+            "version": toolchain.version if toolchain else "?",
         },
         "archs": [
             {"arch": arch, "ok": sum(oks), "total": len(oks)}
@@ -674,37 +525,36 @@ def _compile(report: Report) -> dict[str, object] | None:
     }
 
 
-def _effort_terms(report: Report, target: str) -> dict[str, object]:
-    estimate = report.effort.get(target, {})
-    categories: Mapping[str, Mapping[str, float]] = estimate.get("categories", {})  # type: ignore[assignment]
+def _effort_terms(view: ReportView, target: Target) -> dict[str, object]:
+    estimate = view.effort(target)
+    if estimate is None:
+        return {"terms": "0", "total": 0.0}
     terms = [
-        f"{int(values['items'])} × {HOURS[name]:g}"
-        for name, values in categories.items()
-        if values["items"] and name in HOURS
+        f"{c.items} × {HOURS[name]:g}"
+        for name, c in estimate.categories.items()
+        if c.items and name in HOURS
     ]
-    return {"terms": " + ".join(terms) or "0", "total": estimate.get("total_hours", 0.0)}
+    return {"terms": " + ".join(terms) or "0", "total": estimate.total_hours}
 
 
-def _scoring(report: Report) -> list[dict[str, object]]:
-    """Per target: how many work items of each kind and status, and the arithmetic."""
+def _scoring(view: ReportView) -> list[dict[str, object]]:
+    """Per target: how many work items of each kind and status were scored, and the
+    arithmetic that gives the score."""
     rows = []
-    for target in report.targets:
-        items = list(work_items(report.uses, report.findings, target).values())
-        by_kind = {
-            kind: Counter(str(status) for k, status in items if k == kind)
-            for kind in ("name", "hazard")
-        }
-        credit = sum(CREDIT[status] for _, status in items)
+    for target in view.targets:
+        items = view.work_items(target)
+        names = items.names if items else {}
+        hazards = items.hazards if items else {}
         rows.append(
             {
                 "target": str(target),
                 "title": TARGET_TITLE[target],
-                "names": {str(s): by_kind["name"][str(s)] for s in STATUS_ORDER},
-                "hazards": {str(s): by_kind["hazard"][str(s)] for s in STATUS_ORDER},
-                "items": len(items),
-                "credit": round(credit, 1),
-                "score": report.scores[str(target)],
-                "effort": _effort_terms(report, str(target)),
+                "names": {str(s): names.get(s, 0) for s in STATUS_ORDER},
+                "hazards": {str(s): hazards.get(s, 0) for s in STATUS_ORDER},
+                "items": items.total if items else 0,
+                "credit": round(view.credit(target), 1),
+                "score": view.score(target),
+                "effort": _effort_terms(view, target),
             }
         )
     return rows

@@ -4,21 +4,19 @@ baseline, the hazards by kind and the first findings of each."""
 from __future__ import annotations
 
 import re
-from collections import Counter, defaultdict
 
-from portcheck.checks import catalogue
-from portcheck.model import Finding, Report
+from portcheck.model import Report, Status
 from portcheck.paths import display_path
-from portcheck.report import (
-    NOTHING_TO_SCORE_SENTENCE,
-    amd_path_sentence,
-    for_display,
-    nothing_to_score,
-    parse_error_files,
-)
-from portcheck.report.text import PY_ROUTE_TITLE, TARGET_TITLE
+from portcheck.report import for_display
+from portcheck.report.text import PY_ROUTE_TITLE
+from portcheck.report.view import NOTHING_TO_SCORE_SENTENCE, TARGET_TITLE, ReportView
 
-MARK = {"supported": "✅", "partial": "⚠️", "unsupported": "❌", "unknown": "❔"}
+MARK = {
+    Status.SUPPORTED: "✅",
+    Status.PARTIAL: "⚠️",
+    Status.UNSUPPORTED: "❌",
+    Status.UNKNOWN: "❔",
+}
 PER_HAZARD = 5
 MAX_PARSE_ERROR_FILES = 20
 
@@ -44,41 +42,41 @@ def _where(path: str, line: int) -> str:
 
 
 def render_markdown(report: Report) -> str:
-    report = for_display(report)
+    view = ReportView(for_display(report))
+    report, counts = view.report, view.counts
     lines = [f"## portcheck: AMD readiness of {_code(report.root)}", ""]
     lines.append("| route | readiness | effort |")
     lines.append("|---|---:|---:|")
-    for target in report.targets:
-        effort = report.effort.get(str(target), {})
-        hours = effort.get("total_hours", "—") if effort else "—"
-        score = report.scores[str(target)]
+    for target in view.targets:
+        hours = view.effort_hours(target)
+        score = view.score(target)
         shown = "—" if score is None else f"**{score}** / 100"
-        lines.append(f"| {TARGET_TITLE[target]} | {shown} | {hours} h |")
+        lines.append(f"| {TARGET_TITLE[target]} | {shown} | {'—' if hours is None else hours} h |")
     lines.append("")
-    if nothing_to_score(report):
+    if view.nothing_to_score:
         lines += [f"**{NOTHING_TO_SCORE_SENTENCE}**: no route has a score.", ""]
-    distinct = report.distinct_names
     lines.append(
-        f"{len(report.files)} files, {report.lines:,} lines, {len(report.uses):,} CUDA "
-        f"uses of {distinct} names, {len(report.findings)} findings, "
-        f"{len(report.kernels)} kernels."
+        f"{counts.files_scanned} files, {counts.lines:,} lines, {counts.uses:,} CUDA "
+        f"uses of {counts.distinct_names} names, {counts.findings} findings, "
+        f"{counts.kernels} kernels."
     )
     lines.append("")
-    lines.append(amd_path_sentence(report))
-    new = report.extra.get("new_findings")
-    if isinstance(new, list):
-        lines.append(f"**{len(new)} new finding(s)** compared with the baseline.")
+    lines.append(view.amd_path_sentence)
+    if view.new_findings is not None:
+        lines.append(f"**{view.new_findings} new finding(s)** compared with the baseline.")
     lines.append("")
-    lines += _parse_errors(report)
-    if report.findings:
-        lines += _findings(report)
-    unsupported = Counter(
-        u.name for u in report.uses if u.rule is not None and str(u.status.hip) == "unsupported"
-    )
+    lines += _parse_errors(view)
+    if view.hazards:
+        lines += _findings(view)
+    unsupported = [
+        entry
+        for entry in view.names.values()
+        if entry.first.rule is not None and entry.first.status.hip is Status.UNSUPPORTED
+    ]
     if unsupported:
         lines.append("<details><summary>APIs with no HIP equivalent</summary>\n")
-        for name, count in unsupported.most_common(30):
-            lines.append(f"- {_code(name)} ×{count}")
+        for entry in sorted(unsupported, key=lambda e: -e.uses)[:30]:
+            lines.append(f"- {_code(entry.name)} ×{entry.uses}")
         lines.append("\n</details>\n")
     if report.python is not None:
         lines += _python(report)
@@ -94,7 +92,7 @@ def _python(report: Report) -> list[str]:
     assert section is not None
     lines = ["#### Python", "", "| Python route | readiness | effort |", "|---|---:|---:|"]
     for route, score in section.scores.items():
-        hours = section.effort[route]["total_hours"]
+        hours = section.effort[route].total_hours
         lines.append(f"| {PY_ROUTE_TITLE[route]} | **{score}** / 100 | {hours} h |")
     lines.append("")
     for finding in section.findings[: PER_HAZARD * 4]:
@@ -108,8 +106,8 @@ def _python(report: Report) -> list[str]:
     return lines
 
 
-def _parse_errors(report: Report) -> list[str]:
-    broken = parse_error_files(report)
+def _parse_errors(view: ReportView) -> list[str]:
+    broken = view.parse_error_files
     if not broken:
         return []
     lines = [
@@ -124,34 +122,27 @@ def _parse_errors(report: Report) -> list[str]:
     return lines
 
 
-def _findings(report: Report) -> list[str]:
-    specs = catalogue()
-    groups: dict[str, list[Finding]] = defaultdict(list)
-    for finding in report.findings:
-        groups[finding.slug].append(finding)
+def _findings(view: ReportView) -> list[str]:
+    targets = view.targets
     lines = [
-        "| hazard | severity | count | "
-        + " | ".join(TARGET_TITLE[t] for t in report.targets)
-        + " |",
-        "|---|---|---:|" + "---|" * len(report.targets),
+        "| hazard | severity | count | " + " | ".join(TARGET_TITLE[t] for t in targets) + " |",
+        "|---|---|---:|" + "---|" * len(targets),
     ]
-    ordered = sorted(groups.items(), key=lambda kv: (-kv[1][0].severity, specs[kv[0]].id))
-    for slug, group in ordered:
-        spec = specs[slug]
-        marks = " | ".join(MARK[str(spec.targets[t])] for t in report.targets)
+    for group in view.hazards:
+        marks = " | ".join(MARK[group.verdicts[t]] for t in targets)
         lines.append(
-            f"| [{spec.id} {slug}]({spec.help_url}) | {spec.severity.name.lower()} | "
-            f"{len(group)} | {marks} |"
+            f"| [{group.id} {group.slug}]({group.help_url}) | {group.severity.name.lower()} | "
+            f"{group.count} | {marks} |"
         )
     lines.append("")
-    for slug, group in ordered:
-        lines.append(f"<details><summary>{specs[slug].id} {slug} ({len(group)})</summary>\n")
-        for finding in group[:PER_HAZARD]:
+    for group in view.hazards:
+        lines.append(f"<details><summary>{group.id} {group.slug} ({group.count})</summary>\n")
+        for finding in group.findings[:PER_HAZARD]:
             ported = " *(has an AMD path: not scored)*" if finding.amd_alternative else ""
             lines.append(
                 f"- {_where(finding.path, finding.span.line)} {_cell(finding.message)}{ported}"
             )
-        if len(group) > PER_HAZARD:
-            lines.append(f"- … and {len(group) - PER_HAZARD} more")
-        lines.append(f"\n_Fix:_ {_cell(specs[slug].fix)}\n\n</details>\n")
+        if group.count > PER_HAZARD:
+            lines.append(f"- … and {group.count - PER_HAZARD} more")
+        lines.append(f"\n_Fix:_ {_cell(group.fix)}\n\n</details>\n")
     return lines

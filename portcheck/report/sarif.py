@@ -5,18 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from urllib.parse import quote
 
 from portcheck.checks import HazardSpec, catalogue
 from portcheck.model import Finding, Language, PyFinding, Report, Severity, Span
 from portcheck.paths import display_path
-from portcheck.report import (
-    NOTHING_TO_SCORE_SENTENCE,
-    amd_path_sentence,
-    nothing_to_score,
-    parse_error_files,
-)
+from portcheck.report.view import NOTHING_TO_SCORE_SENTENCE, ReportView
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {
@@ -29,6 +23,7 @@ INFORMATION_URI = "https://github.com/portcheck/portcheck"
 
 
 def report_to_sarif(report: Report) -> dict[str, object]:
+    view = ReportView(report)  # no for_display: URIs are percent-encoded, messages escaped
     # The CUDA hazards (PC…), then the Python ones (PY…), judged on the Python routes.
     specs = sorted(catalogue().values(), key=lambda s: (s.language is Language.PYTHON, s.id))
     index = {spec.slug: i for i, spec in enumerate(specs)}
@@ -51,34 +46,50 @@ def report_to_sarif(report: Report) -> dict[str, object]:
         )
         for py in (report.python.findings if report.python else ())
     ]
-    root_uri = Path(report.root).resolve().as_uri().rstrip("/") + "/"
+    run: dict[str, object] = {
+        "tool": {
+            "driver": {
+                "name": "portcheck",
+                "version": report.tool_version,
+                "informationUri": INFORMATION_URI,
+                "rules": rules,
+            }
+        },
+    }
+    if report.root_uri:  # else SRCROOT is left for the viewer to resolve (it is optional)
+        run["originalUriBaseIds"] = {"SRCROOT": {"uri": report.root_uri}}
+    run.update(invocations=[_invocation(view)], results=results, properties=_run_properties(view))
     return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "portcheck",
-                        "version": report.tool_version,
-                        "informationUri": INFORMATION_URI,
-                        "rules": rules,
-                    }
-                },
-                "originalUriBaseIds": {"SRCROOT": {"uri": root_uri}},
-                "invocations": [_invocation(report)],
-                "results": results,
-                "properties": {
-                    "scores": dict(report.scores),
-                    "amd_paths": [p.to_dict() for p in report.amd_paths],
-                    "amd_paths_summary": amd_path_sentence(report),
-                },
-            }
-        ],
+        "runs": [run],
     }
 
 
-def _invocation(report: Report) -> dict[str, object]:
+def _run_properties(view: ReportView) -> dict[str, object]:
+    """The figures the other formats state, for a reader of the SARIF file: scores, effort
+    hours, counts, and each hazard's verdict per route (the worst among its findings)."""
+    report = view.report
+    return {
+        "scores": dict(report.scores),
+        "effort_hours": {str(t): view.effort_hours(t) for t in view.targets},
+        "counts": view.counts.to_dict(),
+        "hazards": [
+            {
+                "id": group.id,
+                "slug": group.slug,
+                "severity": group.severity.name.lower(),
+                "findings": group.count,
+                "targets": {t: str(status) for t, status in group.verdicts.items()},
+            }
+            for group in view.hazards
+        ],
+        "amd_paths": [p.to_dict() for p in report.amd_paths],
+        "amd_paths_summary": view.amd_path_sentence,
+    }
+
+
+def _invocation(view: ReportView) -> dict[str, object]:
     """What a reader of the results must know about the run itself: the files whose parse
     had errors (findings there may be incomplete), and a tree with nothing to score."""
     notes: list[dict[str, object]] = [
@@ -97,9 +108,9 @@ def _invocation(report: Report) -> dict[str, object]:
                 }
             ],
         }
-        for f in parse_error_files(report)
+        for f in view.parse_error_files
     ]
-    if nothing_to_score(report):
+    if view.nothing_to_score:
         notes.append(
             {
                 "level": "warning",

@@ -9,15 +9,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from portcheck.checks import catalogue
-from portcheck.model import Report, Status, Target, Use
-from portcheck.report import (
+from portcheck.model import CompileReport, Report, Status, Target, Toolchain, Use
+from portcheck.report import for_display
+from portcheck.report.view import (
     NOTHING_TO_SCORE,
     NOTHING_TO_SCORE_SENTENCE,
-    amd_path_sentence,
-    for_display,
-    nothing_to_score,
-    parse_error_files,
+    TARGET_TITLE,
+    ReportView,
 )
 
 STATUS_STYLE = {
@@ -32,7 +30,6 @@ STATUS_MARK = {
     Status.UNSUPPORTED: "✗",
     Status.UNKNOWN: "?",
 }
-TARGET_TITLE = {Target.HIP: "HIP", Target.ZLUDA: "ZLUDA", Target.SCALE: "SCALE"}
 MAX_ATTENTION_ROWS = 40
 SCORE_BAR_WIDTH = 30
 ROUTE_BLURB = {
@@ -53,7 +50,7 @@ def _score_style(score: int) -> str:
 
 
 def render_text(report: Report, color: bool = False, width: int = 120) -> str:
-    report = for_display(report)  # no file name reaches the terminal raw
+    view = ReportView(for_display(report))  # no file name reaches the terminal raw
     buffer = io.StringIO()
     console = Console(
         file=buffer,
@@ -63,16 +60,17 @@ def render_text(report: Report, color: bool = False, width: int = 120) -> str:
         highlight=False,
         soft_wrap=False,
     )
-    _header(console, report)
-    _scores(console, report)
+    report = view.report
+    _header(console, view)
+    _scores(console, view)
     if report.uses:
         _families(console, report)
-        _attention(console, report)
-        _unknown(console, report)
-    _parse_errors(console, report)
-    _findings(console, report)
+        _attention(console, view)
+        _unknown(console, view)
+    _parse_errors(console, view)
+    _findings(console, view)
     _kernels(console, report)
-    _effort(console, report)
+    _effort(console, view)
     _compiled(console, report)
     _python(console, report)
     _skipped(console, report)
@@ -84,30 +82,30 @@ def render_text(report: Report, color: bool = False, width: int = 120) -> str:
     return buffer.getvalue()
 
 
-def _header(console: Console, report: Report) -> None:
-    distinct = report.distinct_names
+def _header(console: Console, view: ReportView) -> None:
+    report, counts = view.report, view.counts
     title = Text(f"portcheck {report.tool_version}", style="bold")
     title.append(f" — {report.root}")  # plain text: a folder named "[red]" is not markup
     console.print(title)
     console.print(
         Text(
-            f"{len(report.files)} files, {report.lines:,} lines scanned in "
-            f"{report.seconds:.2f} s · {len(report.uses):,} CUDA uses of {distinct} distinct "
-            f"names · {len(report.kernels)} kernels · {len(report.skipped)} skipped"
+            f"{counts.files_scanned} files, {counts.lines:,} lines scanned in "
+            f"{report.seconds:.2f} s · {counts.uses:,} CUDA uses of {counts.distinct_names} "
+            f"distinct names · {counts.kernels} kernels · {counts.files_skipped} skipped"
         )
     )
-    console.print(Text(amd_path_sentence(report)))
+    console.print(Text(view.amd_path_sentence))
 
 
-def _scores(console: Console, report: Report) -> None:
+def _scores(console: Console, view: ReportView) -> None:
     console.print(Text("Readiness by route (0–100)", style="bold"))
-    if nothing_to_score(report):
+    if view.nothing_to_score:
         said = f"  {NOTHING_TO_SCORE_SENTENCE} in the scanned files: no route has a score."
         console.print(Text(said, style="bold"))
         console.print()
         return
-    for target in report.targets:
-        score = report.scores[str(target)]
+    for target in view.targets:
+        score = view.score(target)
         if score is None:  # not when nothing at all was scored (above); kept for safety
             console.print(Text(f"  {TARGET_TITLE[target]:<6}   —  {NOTHING_TO_SCORE}"))
             continue
@@ -145,17 +143,12 @@ def _families(console: Console, report: Report) -> None:
     console.print(table)
 
 
-def _attention(console: Console, report: Report) -> None:
+def _attention(console: Console, view: ReportView) -> None:
     """Known names that are not plainly supported on some chosen target."""
-    first: dict[str, Use] = {}
-    counts: Counter[str] = Counter()
-    for use in report.uses:
-        if use.rule is None or all(use.status[t] is Status.SUPPORTED for t in report.targets):
-            continue
-        first.setdefault(use.name, use)
-        counts[use.name] += 1
-    if not first:
+    attention = view.attention
+    if not attention:
         return
+    targets = view.targets
     table = Table(
         title="Needs attention: partial (~) or unsupported (✗) on a route; ✓ supported, ? unknown",
         title_justify="left",
@@ -163,82 +156,63 @@ def _attention(console: Console, report: Report) -> None:
     )
     table.add_column("CUDA name", no_wrap=True)
     table.add_column("HIP equivalent", no_wrap=True, max_width=28)
-    for target in report.targets:
+    for target in targets:
         table.add_column(TARGET_TITLE[target], justify="center", min_width=5)
     table.add_column("first use", no_wrap=True)
     table.add_column("uses", justify="right", min_width=4)
-
-    def badness(name: str) -> tuple[int, int, str]:
-        use = first[name]
-        unsupported = sum(use.status[t] is Status.UNSUPPORTED for t in report.targets)
-        return (-int(use.status[Target.HIP] is not Status.SUPPORTED), -unsupported, name)
-
-    ordered = sorted(first, key=badness)
-    for name in ordered[:MAX_ATTENTION_ROWS]:
-        use = first[name]
+    for entry in attention[:MAX_ATTENTION_ROWS]:
+        use = entry.first
         marks = [
-            Text(STATUS_MARK[use.status[t]], style=STATUS_STYLE[use.status[t]])
-            for t in report.targets
+            Text(STATUS_MARK[use.status[t]], style=STATUS_STYLE[use.status[t]]) for t in targets
         ]
         table.add_row(
-            Text(name),
+            Text(entry.name),
             Text(use.hip or "—"),
             *marks,
             Text(f"{use.path}:{use.span.line}"),
-            str(counts[name]),
+            str(entry.uses),
         )
     console.print(table)
-    if len(ordered) > MAX_ATTENTION_ROWS:
-        console.print(f"  … and {len(ordered) - MAX_ATTENTION_ROWS} more (see --format json)")
+    if len(attention) > MAX_ATTENTION_ROWS:
+        console.print(f"  … and {len(attention) - MAX_ATTENTION_ROWS} more (see --format json)")
     console.print()
 
 
 MAX_FINDINGS_PER_HAZARD = 5
 SEVERITY_STYLE = {"high": "red", "medium": "yellow", "low": "cyan", "info": "dim"}
-# The Python routes (the Python section of every report format).
-PY_ROUTE_TITLE = {"rocm": "PyTorch on ROCm", "directml": "DirectML"}
-PY_ROUTE_BLURB = {
-    "rocm": "ROCm builds of PyTorch and GPU packages (Linux)",
-    "directml": "torch-directml (Windows/WSL, DirectX 12 GPUs)",
-}
 
 
-def _findings(console: Console, report: Report) -> None:
+def _findings(console: Console, view: ReportView) -> None:
     """Hazards renaming cannot fix, grouped by hazard, most severe first."""
-    if not report.findings:
+    if not view.hazards:
         return
-    by_slug: dict[str, list] = defaultdict(list)
-    for finding in report.findings:
-        by_slug[finding.slug].append(finding)
-    console.print(Text(f"Hazards renaming cannot fix ({len(report.findings)})", style="bold"))
-    ordered = sorted(by_slug.values(), key=lambda fs: (-fs[0].severity, fs[0].id))
-    for group in ordered:
-        first = group[0]
-        severity = first.severity.name.lower()
+    console.print(Text(f"Hazards renaming cannot fix ({view.counts.findings})", style="bold"))
+    for group in view.hazards:
+        severity = group.severity.name.lower()
         verdicts = "  ".join(
-            f"{TARGET_TITLE[t]} {STATUS_MARK[first.targets[t]]}" for t in report.targets
+            f"{TARGET_TITLE[t]} {STATUS_MARK[group.verdicts[t]]}" for t in view.targets
         )
-        header = Text(f"  {first.id} {first.slug} ", style="bold")
+        header = Text(f"  {group.id} {group.slug} ", style="bold")
         header.append(f"[{severity}] ", style=SEVERITY_STYLE[severity])
-        header.append(f"×{len(group)}   {verdicts}   help: {first.help_url}", style="dim")
+        header.append(f"×{group.count}   {verdicts}   help: {group.help_url}", style="dim")
         console.print(header)
-        for finding in group[:MAX_FINDINGS_PER_HAZARD]:
+        for finding in group.findings[:MAX_FINDINGS_PER_HAZARD]:
             where = f"{finding.path}:{finding.span.line}"
             reached = f" (kernels: {', '.join(finding.kernels)})" if finding.kernels else ""
             ported = " [has an AMD path: not scored]" if finding.amd_alternative else ""
             console.print(Text(f"    {where}  {finding.message}{reached}{ported}"))
-        if len(group) > MAX_FINDINGS_PER_HAZARD:
-            console.print(Text(f"    … and {len(group) - MAX_FINDINGS_PER_HAZARD} more"))
-        console.print(Text(f"    fix: {catalogue()[first.slug].fix}", style="dim"))
+        if group.count > MAX_FINDINGS_PER_HAZARD:
+            console.print(Text(f"    … and {group.count - MAX_FINDINGS_PER_HAZARD} more"))
+        console.print(Text(f"    fix: {group.fix}", style="dim"))
     console.print()
 
 
 MAX_PARSE_ERROR_FILES = 20
 
 
-def _parse_errors(console: Console, report: Report) -> None:
+def _parse_errors(console: Console, view: ReportView) -> None:
     """Files the parser could not fully read: what was found there may be incomplete."""
-    broken = parse_error_files(report)
+    broken = view.parse_error_files
     if not broken:
         return
     console.print(
@@ -269,19 +243,21 @@ def _kernels(console: Console, report: Report) -> None:
     console.print()
 
 
-def _effort(console: Console, report: Report) -> None:
-    if not report.effort:
+def _effort(console: Console, view: ReportView) -> None:
+    if not view.report.effort:
         return
     console.print(Text("Estimated effort (hours; assumptions in docs/scoring.md)", style="bold"))
-    for target in report.targets:
-        estimate = report.effort[str(target)]
+    for target in view.targets:
+        estimate = view.effort(target)
+        if estimate is None:
+            continue
         parts = ", ".join(
-            f"{name} {c['items']} items = {c['hours']} h"  # type: ignore[index]
-            for name, c in estimate["categories"].items()  # type: ignore[attr-defined]
-            if c["items"]  # type: ignore[index]
+            f"{name} {c.items} items = {c.hours} h"
+            for name, c in estimate.categories.items()
+            if c.items
         )
         console.print(
-            Text(f"  {TARGET_TITLE[target]:<6} {estimate['total_hours']:>6} h   {parts or '—'}")
+            Text(f"  {TARGET_TITLE[target]:<6} {estimate.total_hours:>6} h   {parts or '—'}")
         )
     console.print()
 
@@ -289,21 +265,19 @@ def _effort(console: Console, report: Report) -> None:
 def _compiled(console: Console, report: Report) -> None:
     if not report.compile_results:
         return
-    from portcheck.compile import CompileReport, Toolchain
     from portcheck.report.compile import render_compile
 
-    hipcc = dict(report.extra.get("hipcc", {}))  # type: ignore[call-overload]
-    toolchain = Toolchain(hipcc.get("path", "hipcc"), hipcc.get("version", "?"), frozenset())
+    toolchain = report.toolchain or Toolchain("hipcc", "?", frozenset())
     console.print(Text("Compiled with hipcc", style="bold"))
-    compiled = CompileReport(toolchain, list(report.compile_results))  # type: ignore[arg-type]
+    compiled = CompileReport(toolchain, list(report.compile_results))
     console.print(Text(render_compile(compiled)))
 
 
-def _unknown(console: Console, report: Report) -> None:
-    unknown = Counter(u.name for u in report.uses if u.rule is None)
+def _unknown(console: Console, view: ReportView) -> None:
+    unknown = view.unknown_names
     if not unknown:
         return
-    listed = ", ".join(f"{name} ×{n}" for name, n in unknown.most_common(20))
+    listed = ", ".join(f"{entry.name} ×{entry.uses}" for entry in unknown[:20])
     more = f", … ({len(unknown) - 20} more)" if len(unknown) > 20 else ""
     console.print(Text(f"Not in the rule set (status unknown): {listed}{more}"))
 
@@ -320,7 +294,7 @@ def _python(console: Console, report: Report) -> None:
         )
     )
     for route, score in section.scores.items():
-        hours = section.effort[route]["total_hours"]
+        hours = section.effort[route].total_hours
         line = Text(f"  {route:<9}{score:>3}  ")
         line.append("█" * (score * 30 // 100), style=_score_style(score))
         line.append("·" * (30 - score * 30 // 100), style="dim")

@@ -1,0 +1,347 @@
+"""The figures and marks every report format states, computed once from a Report.
+
+Text, Markdown, HTML and SARIF render a `ReportView` of the report; each draws its scores,
+effort, counts, verdict marks, blockers, parse-error files and sentences from here and
+only chooses how to show them (✓ or ✅, a table or a line), so no two formats can
+disagree. The JSON document states the same counts: both take them from
+`Report.counts()`.
+
+Aggregates follow the scoring rules (docs/scoring.md) where they mean the same thing:
+a hazard's verdict on a route is the worst verdict among its findings (a hazard kind in
+a file is one work item, judged by its worst finding), and its severity the highest.
+Everything is computed on first use, so a formatter pays only for what it shows.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+from portcheck.checks import catalogue
+from portcheck.model import (
+    Counts,
+    Effort,
+    FileSummary,
+    Finding,
+    Report,
+    Severity,
+    Status,
+    Target,
+    Use,
+    WorkItems,
+)
+from portcheck.report import NOTHING_TO_SCORE, NOTHING_TO_SCORE_SENTENCE, nothing_to_score
+from portcheck.score import CREDIT, HOURS, WORST_FIRST, category
+
+TARGET_TITLE = {Target.HIP: "HIP", Target.ZLUDA: "ZLUDA", Target.SCALE: "SCALE"}
+
+
+def worst(statuses: Iterable[Status]) -> Status:
+    """The worst of some verdicts (supported when there are none)."""
+    return min(statuses, key=WORST_FIRST.index, default=Status.SUPPORTED)
+
+
+def item_hours(status: Status) -> float:
+    """Hours one work item that is not a plain rename costs at this status (review or
+    rewrite); hazards are never rename-only, on any route."""
+    name = category("hazard", status, Target.HIP)
+    return HOURS[name] if name else 0.0
+
+
+@dataclass(frozen=True)
+class HazardGroup:
+    """The findings of one hazard, and what every format says about them together."""
+
+    id: str
+    slug: str
+    severity: Severity  # the highest among its findings
+    verdicts: Mapping[str, Status]  # per chosen target: the worst among its findings
+    hours: Mapping[str, float]  # per chosen target: its scored work items' hours
+    findings: tuple[Finding, ...]  # in report order
+    summary: str
+    fix: str
+    help_url: str
+    target_notes: Mapping[str, str]  # what the catalogue says about each route
+
+    @property
+    def count(self) -> int:
+        return len(self.findings)
+
+    @property
+    def first(self) -> Finding:
+        return self.findings[0]
+
+
+@dataclass(frozen=True)
+class NameUses:
+    """One distinct CUDA name: its first use (where the reports point) and how often."""
+
+    name: str
+    first: Use
+    uses: int
+
+
+@dataclass(frozen=True)
+class Blocker:
+    """A row of "what is in the way": a name, names of one family with the same verdicts,
+    or a hazard; costliest first (`ReportView.blockers`)."""
+
+    name: str
+    kind: str  # "hazard" or the use kind
+    family: str  # for a hazard: its id
+    severity: str  # for a hazard: its severity's name; "" for names
+    statuses: Mapping[str, str]
+    hours: Mapping[str, float]
+    occurrences: int
+    where: str
+    more_places: int
+    anchor: str  # for a hazard: the finding the reports link to
+    note: str
+    full_note: str
+
+
+class ReportView:
+    """What every format says about one report. Build it from the report the format
+    renders (after `for_display`, for the formats that show file names raw)."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        self.targets: tuple[Target, ...] = report.targets
+
+    # -- scores and effort
+
+    def score(self, target: Target) -> int | None:
+        """The readiness on `target`; None when there was nothing to score."""
+        return self.report.scores.get(str(target))
+
+    @cached_property
+    def nothing_to_score(self) -> bool:
+        """True when no chosen route has a score: the scan found no CUDA to judge."""
+        return nothing_to_score(self.report)
+
+    def effort(self, target: Target) -> Effort | None:
+        return self.report.effort.get(str(target))
+
+    def effort_hours(self, target: Target) -> float | None:
+        estimate = self.effort(target)
+        return estimate.total_hours if estimate else None
+
+    def work_items(self, target: Target) -> WorkItems | None:
+        """The work items the score of `target` was computed from."""
+        return self.report.work_items.get(str(target))
+
+    def credit(self, target: Target) -> float:
+        """The total credit of the work items on `target` (readiness = 100 * credit / items)."""
+        items = self.work_items(target)
+        if items is None:
+            return 0.0
+        return sum(
+            CREDIT[status] * count
+            for counts in (items.names, items.hazards)
+            for status, count in counts.items()
+        )
+
+    # -- counts
+
+    @cached_property
+    def counts(self) -> Counts:
+        return self.report.counts()
+
+    @cached_property
+    def parse_error_files(self) -> tuple[FileSummary, ...]:
+        return self.report.parse_error_files
+
+    @cached_property
+    def new_findings(self) -> int | None:
+        """With --baseline: how many findings the baseline does not have."""
+        indices = self.report.new_finding_indices
+        return None if indices is None else len(indices)
+
+    @cached_property
+    def amd_path_sentence(self) -> str:
+        """How much of the project already builds for AMD, said the same way everywhere."""
+        paths = self.report.amd_paths
+        alternatives = self.counts.amd_alternative_findings
+        if not paths and not alternatives:
+            return "Existing AMD paths: none found (no branch built only for AMD GPUs)."
+        files = len({p.path for p in paths})
+        lines = sum(p.end_line - p.start_line + 1 for p in paths)
+        return (
+            f"Existing AMD paths: {len(paths)} branch(es) in {files} file(s) ({lines:,} lines) "
+            f"already build for AMD GPUs; {alternatives} finding(s) in NVIDIA-only code that "
+            "has an AMD path are listed but cost no score or effort."
+        )
+
+    # -- hazards
+
+    @cached_property
+    def hazards(self) -> tuple[HazardGroup, ...]:
+        """One group per hazard, most severe first, then by id."""
+        by_slug: dict[str, list[Finding]] = defaultdict(list)
+        for finding in self.report.findings:
+            by_slug[finding.slug].append(finding)
+        specs = catalogue()
+        groups = []
+        for slug, findings in by_slug.items():
+            spec = specs.get(slug)
+            first = findings[0]
+            groups.append(
+                HazardGroup(
+                    id=spec.id if spec else first.id,
+                    slug=slug,
+                    severity=max(f.severity for f in findings),
+                    verdicts={str(t): worst(f.targets[t] for f in findings) for t in self.targets},
+                    hours=self._hazard_hours(findings),
+                    findings=tuple(findings),
+                    summary=spec.summary if spec else "",
+                    fix=spec.fix if spec else first.fix,
+                    help_url=spec.help_url if spec else first.help_url,
+                    target_notes=spec.target_notes if spec else {},
+                )
+            )
+        return tuple(sorted(groups, key=lambda g: (-g.severity, g.id)))
+
+    def _hazard_hours(self, findings: list[Finding]) -> dict[str, float]:
+        """One work item per file, at the worst verdict in that file (docs/scoring.md);
+        findings in NVIDIA-only code with an AMD path cost nothing."""
+        by_file: dict[str, list[Finding]] = defaultdict(list)
+        for finding in findings:
+            if not finding.amd_alternative:
+                by_file[finding.path].append(finding)
+        return {
+            str(t): sum(
+                (item_hours(worst(f.targets[t] for f in fs)) for fs in by_file.values()), 0.0
+            )
+            for t in self.targets
+        }
+
+    # -- names
+
+    @cached_property
+    def names(self) -> dict[str, NameUses]:
+        """Each distinct CUDA name, in the order of first use."""
+        first: dict[str, Use] = {}
+        occurrences: Counter[str] = Counter()
+        for use in self.report.uses:
+            first.setdefault(use.name, use)
+            occurrences[use.name] += 1
+        return {name: NameUses(name, use, occurrences[name]) for name, use in first.items()}
+
+    @cached_property
+    def unknown_names(self) -> list[NameUses]:
+        """Names the rule set does not know, most used first."""
+        unknown = [n for n in self.names.values() if n.first.rule is None]
+        return sorted(unknown, key=lambda n: -n.uses)
+
+    @cached_property
+    def attention(self) -> list[NameUses]:
+        """Known names that are not plainly supported on some chosen route: those HIP does
+        not plainly support first, then by how many routes lack them, then by name."""
+        targets = self.targets
+
+        def needs_attention(entry: NameUses) -> bool:
+            use = entry.first
+            return use.rule is not None and any(
+                use.status[t] is not Status.SUPPORTED for t in targets
+            )
+
+        def badness(entry: NameUses) -> tuple[int, int, str]:
+            status = entry.first.status
+            unsupported = sum(status[t] is Status.UNSUPPORTED for t in targets)
+            return (-int(status[Target.HIP] is not Status.SUPPORTED), -unsupported, entry.name)
+
+        return sorted(filter(needs_attention, self.names.values()), key=badness)
+
+    @cached_property
+    def blockers(self) -> list[Blocker]:
+        """Names and hazards not plainly supported on some route, costliest first.
+
+        Names of one family with the same verdicts form one row ("9 cufft names"): a lead
+        plans the cuFFT port, not cufftPlan2d on its own. Hazards are one row each."""
+        targets = self.targets
+        groups: dict[tuple[str, tuple[Status, ...]], list[NameUses]] = defaultdict(list)
+        for entry in self.names.values():
+            statuses = tuple(entry.first.status[t] for t in targets)
+            if any(s is not Status.SUPPORTED for s in statuses):
+                groups[(entry.first.family, statuses)].append(entry)
+        blockers = [self._name_blocker(family, s, e) for (family, s), e in groups.items()]
+        blockers.extend(self._hazard_blocker(group) for group in self.hazards)
+
+        def cost(blocker: Blocker) -> tuple[int, float, int, int, str]:
+            unsupported = sum(s == Status.UNSUPPORTED for s in blocker.statuses.values())
+            return (
+                -unsupported,
+                -sum(blocker.hours.values()),
+                blocker.kind != "hazard",
+                -blocker.occurrences,
+                blocker.name,
+            )
+
+        return sorted(blockers, key=cost)
+
+    def _name_blocker(
+        self, family: str, statuses: tuple[Status, ...], entries: list[NameUses]
+    ) -> Blocker:
+        lead = entries[0].first
+        sites = sum(e.uses for e in entries)
+        if len(entries) == 1:
+            name = lead.name
+            kind = lead.kind if lead.kind == family.rstrip("s") else f"{family} {lead.kind}"
+            note = (lead.rule.notes or "") if lead.rule else "not in the rule set"
+        else:
+            name, kind = f"{len(entries)} {family} names", family
+            note = ", ".join(e.name for e in entries[:4]) + (", …" if len(entries) > 4 else "")
+        pairs = list(zip(self.targets, statuses, strict=True))
+        return Blocker(
+            name=name,
+            kind=kind,
+            family=family,
+            severity="",
+            statuses={str(t): str(s) for t, s in pairs},
+            hours={str(t): item_hours(s) * len(entries) for t, s in pairs},
+            occurrences=sites,
+            where=f"{lead.path}:{lead.span.line}",
+            more_places=sites - 1,
+            anchor="",
+            note=shorten(note),
+            full_note=note,
+        )
+
+    def _hazard_blocker(self, group: HazardGroup) -> Blocker:
+        note = group.summary or group.first.message
+        return Blocker(
+            name=group.slug,
+            kind="hazard",
+            family=group.id,
+            severity=group.severity.name.lower(),
+            statuses={t: str(s) for t, s in group.verdicts.items()},
+            hours=dict(group.hours),
+            occurrences=group.count,
+            where=f"{group.first.path}:{group.first.span.line}",
+            more_places=group.count - 1,
+            anchor=f"finding-{group.slug}",
+            note=note,
+            full_note=note,
+        )
+
+
+def shorten(text: str, limit: int = 90) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+__all__ = [
+    "NOTHING_TO_SCORE",
+    "NOTHING_TO_SCORE_SENTENCE",
+    "TARGET_TITLE",
+    "Blocker",
+    "HazardGroup",
+    "NameUses",
+    "ReportView",
+    "item_hours",
+    "shorten",
+    "worst",
+]
