@@ -678,6 +678,26 @@ class Excerpt:
 
 
 @dataclass(frozen=True, slots=True)
+class ReportTarget:
+    """The ROCm release and AMD GPU a report judged for (portcheck.target makes it)."""
+
+    rocm: str | None = None  # None: the newest release the rule set knows
+    gpu: str | None = None  # the gfx target; None: any AMD GPU
+    gpu_name: str = ""  # as messages name it: "MI300A (gfx942)"
+    wavefront: int | None = None  # the width HIP code runs at on that GPU by default
+
+    def to_dict(self) -> dict[str, object]:
+        return {"rocm": self.rocm, "gpu": self.gpu, "wavefront": self.wavefront}
+
+    def sentence(self) -> str:
+        """The headline every format prints."""
+        release = f"ROCm {self.rocm}" if self.rocm else "the newest ROCm"
+        gpu = self.gpu_name or "any AMD GPU (wave64 and wave32)"
+        wave = f", {self.wavefront}-wide wavefronts" if self.wavefront else ""
+        return f"Target: {release} on {gpu}{wave}."
+
+
+@dataclass(frozen=True, slots=True)
 class Counts:
     """What a scan counted, as every report format states it (the JSON summary's first
     fields, in its order)."""
@@ -725,6 +745,9 @@ class Report:
     toolchain: Toolchain | None = None
     # With --baseline: the positions in `findings` of those the baseline does not have.
     new_finding_indices: tuple[int, ...] | None = None
+    target: ReportTarget = ReportTarget()
+    # Routes that cannot serve the chosen GPU (score None), each with the reason.
+    not_applicable: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def lines(self) -> int:
@@ -775,6 +798,7 @@ class Report:
             "scores": dict(self.scores),
             "effort": {target: e.to_dict() for target, e in self.effort.items()},
             "seconds": round(self.seconds, 3),
+            "not_applicable": dict(self.not_applicable),
         }
         if self.new_finding_indices is not None:
             summary["new_findings"] = len(self.new_finding_indices)
@@ -783,6 +807,7 @@ class Report:
             "tool": {"name": "portcheck", "version": self.tool_version},
             "root": self.root,
             "targets": [str(t) for t in self.targets],
+            "target": self.target.to_dict(),
             "summary": summary,
         }
 

@@ -223,7 +223,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-8"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-9"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -379,6 +379,10 @@ def _assemble(
         )
     kernels = _kernels_with_needs([k for s in scans for k in s.kernels], needs)
     counted_findings = [f for f in findings if not f.amd_alternative]
+    not_applicable = options.target.not_applicable(targets)
+    project_scores = _project_scores(uses, findings, scored_uses, counted_findings, targets)
+    for route in not_applicable:
+        project_scores[route] = None  # the route cannot run on the chosen GPU at all
     return Report(
         python=_python_section(root, scans),
         root=display_path(root),
@@ -389,7 +393,9 @@ def _assemble(
         findings=tuple(findings),
         skipped=tuple(sorted(skipped, key=lambda s: s.path)),
         kernels=kernels,
-        scores=_project_scores(uses, findings, scored_uses, counted_findings, targets),
+        scores=project_scores,
+        target=options.target.for_report(),
+        not_applicable=not_applicable,
         effort=effort(scored_uses, counted_findings, targets),
         work_items=work_item_counts(scored_uses, counted_findings, targets),
         amd_paths=tuple(facts.amd_paths()),

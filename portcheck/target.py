@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from portcheck.gpus import GpuProfile, MatrixKind, describe_unified_memory, describe_wave64
-from portcheck.model import Finding, Status, Target
+from portcheck.model import Finding, ReportTarget, Status, Target
 
 WAVE_WIDTH_SLUGS = frozenset({"warp-size-assumption", "lane-mask-width"})
 
@@ -42,19 +42,11 @@ class TargetProfile:
         """The width HIP code runs at on the chosen GPU by default; None without a GPU."""
         return None if self.gpu is None else self.gpu.warp_size
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "rocm": self.rocm,
-            "gpu": None if self.gpu is None else self.gpu.gfx,
-            "wavefront": self.wavefront,
-        }
-
-    def describe(self) -> str:
-        """One line for a report's headline."""
-        gpu = "any AMD GPU" if self.gpu is None else self.gpu.name
-        wave = "" if self.wavefront is None else f", {self.wavefront}-wide wavefronts"
-        release = f"ROCm {self.rocm}" if self.rocm else "the newest ROCm"
-        return f"Target: {release} on {gpu}{wave}"
+    def for_report(self) -> ReportTarget:
+        """What the report says of it (the `target` key, the headline)."""
+        if self.gpu is None:
+            return ReportTarget(rocm=self.rocm)
+        return ReportTarget(self.rocm, self.gpu.gfx, self.gpu.name, self.wavefront)
 
     def digest(self) -> str:
         """What a remembered report's key must include."""

@@ -40,6 +40,7 @@ from portcheck.model import (
     PythonSection,
     PyUse,
     Report,
+    ReportTarget,
     RouteVerdicts,
     Severity,
     Skipped,
@@ -166,6 +167,19 @@ def _decode_scores(value: Any) -> dict[str, int | None]:
 
 
 SCORES = Field(dict, _decode_scores)
+
+
+def _decode_reasons(value: Any) -> dict[str, str]:
+    if type(value) is not dict or not set(map(type, value.values())) <= {str}:
+        raise _bad("expected reasons by route")
+    return value
+
+
+REASONS = Field(dict, _decode_reasons)
+
+
+def _decode_optional_int(value: Any) -> int | None:
+    return None if value is None else _check_int(value)
 
 
 def _decode_effort(value: Any) -> dict[str, Effort]:
@@ -348,6 +362,15 @@ PENDING = Record(
         ("negate", BOOL),
         ("device_macros", STR_TUPLE),
         ("fold", BOOL),
+    ],
+)
+REPORT_TARGET = Record(
+    ReportTarget,
+    [
+        ("rocm", _optional(STR)),
+        ("gpu", _optional(STR)),
+        ("gpu_name", STR),
+        ("wavefront", Field(_same, _decode_optional_int)),
     ],
 )
 AMD_PATH = Record(AmdPath, [("path", STR), ("start_line", INT), ("end_line", INT), ("guard", STR)])
@@ -631,6 +654,8 @@ _REPORT_FIELDS: list[tuple[str, Field]] = [
     ("amd_paths", AMD_PATH.tuple),
     ("excerpts", EXCERPT.tuple),
     ("work_items", WORK_ITEMS_BY_TARGET),
+    ("target", REPORT_TARGET.field),
+    ("not_applicable", REASONS),
 ]
 
 

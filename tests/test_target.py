@@ -91,3 +91,22 @@ def test_an_unknown_gpu_is_one_line_and_exit_2():
     assert run.returncode == 2
     assert "unknown GPU 'mi300'" in run.stderr and "mi300x" in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1
+
+
+def test_a_route_that_cannot_serve_the_gpu_is_not_applicable_in_every_format(mi300x, rx7900xtx):
+    # ZLUDA's FAQ: no server-class (CDNA) GPUs. MI300X is CDNA3; the RX 7900 XTX is RDNA3.
+    assert mi300x["summary"]["scores"]["zluda"] is None
+    assert "ZLUDA" in mi300x["summary"]["not_applicable"]["zluda"]
+    assert mi300x["target"] == {"rocm": None, "gpu": "gfx942", "wavefront": 64}
+    assert rx7900xtx["summary"]["not_applicable"] == {}
+    assert isinstance(rx7900xtx["summary"]["scores"]["zluda"], int)
+    assert rx7900xtx["target"]["wavefront"] == 32
+    for fmt, says in (
+        ("text", "not applicable"),
+        ("markdown", "is not applicable"),
+        ("html", "not applicable"),
+        ("sarif", '"not_applicable"'),
+    ):
+        run = run_portcheck("scan", str(TREE), "--gpu", "mi300x", "--no-cache", "--format", fmt)
+        assert run.returncode == 0, run.stderr
+        assert says in run.stdout and "MI300X (gfx942)" in run.stdout, fmt

@@ -64,8 +64,10 @@ def formatter(name: str) -> Formatter:
 
 
 def nothing_to_score(report: Report) -> bool:
-    """True when no chosen route has a score: the scan found no CUDA to judge."""
-    return all(report.scores.get(str(t)) is None for t in report.targets)
+    """True when no chosen route that can serve the GPU has a score: the scan found no
+    CUDA to judge."""
+    judged = [t for t in report.targets if str(t) not in report.not_applicable]
+    return bool(judged) and all(report.scores.get(str(t)) is None for t in judged)
 
 
 def for_display(report: Report) -> Report:

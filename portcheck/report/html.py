@@ -127,11 +127,12 @@ class Route:
     target: str
     title: str
     blurb: str
-    score: int | None  # None: nothing to score
+    score: int | None  # None: nothing to score, or not applicable
     tone: str
     hours: float
     categories: dict[str, EffortCategory]
     blocked_by: str
+    not_applicable: str = ""  # why the route cannot serve the chosen GPU
 
 
 @dataclass
@@ -177,6 +178,7 @@ def _context(view: ReportView) -> dict[str, object]:
         "files": _files(report),
         "parse_errors": view.parse_error_files,
         "amd_path_sentence": view.amd_path_sentence,
+        "target_sentence": view.target_sentence,
         "languages": sorted({str(f.language) for f in report.files}),
         "kernels": report.kernels,
         "kernel_slugs": sorted({s for k in report.kernels for s in k.findings}),
@@ -286,6 +288,7 @@ def _routes(view: ReportView) -> list[Route]:
                 hours=estimate.total_hours if estimate else 0.0,
                 categories=dict(estimate.categories) if estimate else {},
                 blocked_by=_blocked_by(view, target),
+                not_applicable=view.not_applicable(target) or "",
             )
         )
     return routes

@@ -51,10 +51,18 @@ def render_markdown(report: Report) -> str:
         hours = view.effort_hours(target)
         score = view.score(target)
         shown = "—" if score is None else f"**{score}** / 100"
+        if view.not_applicable(target) is not None:
+            shown = "n/a"
         lines.append(f"| {TARGET_TITLE[target]} | {shown} | {'—' if hours is None else hours} h |")
     lines.append("")
     if view.nothing_to_score:
         lines += [f"**{NOTHING_TO_SCORE_SENTENCE}**: no route has a score.", ""]
+    lines.append(view.target_sentence)
+    for target in view.targets:
+        reason = view.not_applicable(target)
+        if reason is not None:
+            lines.append(f"- {TARGET_TITLE[target]} is not applicable: {reason}")
+    lines.append("")
     lines.append(
         f"{counts.files_scanned} files, {counts.lines:,} lines, {counts.uses:,} CUDA "
         f"uses of {counts.distinct_names} names, {counts.findings} findings, "

@@ -86,6 +86,9 @@ def _run_properties(view: ReportView) -> dict[str, object]:
         ],
         "amd_paths": [p.to_dict() for p in report.amd_paths],
         "amd_paths_summary": view.amd_path_sentence,
+        "target": report.target.to_dict(),
+        "target_summary": view.target_sentence,
+        "not_applicable": dict(report.not_applicable),
     }
 
 

@@ -94,6 +94,7 @@ def _header(console: Console, view: ReportView) -> None:
             f"distinct names · {counts.kernels} kernels · {counts.files_skipped} skipped"
         )
     )
+    console.print(Text(view.target_sentence))
     console.print(Text(view.amd_path_sentence))
 
 
@@ -106,6 +107,10 @@ def _scores(console: Console, view: ReportView) -> None:
         return
     for target in view.targets:
         score = view.score(target)
+        reason = view.not_applicable(target)
+        if reason is not None:
+            console.print(Text(f"  {TARGET_TITLE[target]:<6}  n/a  not applicable: {reason}"))
+            continue
         if score is None:  # not when nothing at all was scored (above); kept for safety
             console.print(Text(f"  {TARGET_TITLE[target]:<6}   —  {NOTHING_TO_SCORE}"))
             continue

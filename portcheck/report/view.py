@@ -116,12 +116,24 @@ class ReportView:
         """The readiness on `target`; None when there was nothing to score."""
         return self.report.scores.get(str(target))
 
+    def not_applicable(self, target: Target) -> str | None:
+        """Why `target` cannot serve the chosen GPU at all (its score is None), or None."""
+        return self.report.not_applicable.get(str(target))
+
+    @cached_property
+    def target_sentence(self) -> str:
+        """The ROCm release and GPU the report judged for, said the same way everywhere."""
+        return self.report.target.sentence()
+
     @cached_property
     def nothing_to_score(self) -> bool:
         """True when no chosen route has a score: the scan found no CUDA to judge."""
         return nothing_to_score(self.report)
 
     def effort(self, target: Target) -> Effort | None:
+        """The effort on `target`; None for a route that cannot serve the chosen GPU."""
+        if self.not_applicable(target) is not None:
+            return None
         return self.report.effort.get(str(target))
 
     def effort_hours(self, target: Target) -> float | None:
