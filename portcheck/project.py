@@ -26,6 +26,7 @@ from portcheck.preproc import (
     NVIDIA_ONLY,
     NVIDIA_TOOLKIT_MACROS,
     UNDEFINED,
+    WAVEFRONT_MACRO,
     Branch,
     ConstantDef,
     MacroDef,
@@ -381,7 +382,52 @@ class ProjectFacts:
             for b in ff.facts.branches
             if (kind := self._branch_kind(path, b)) is not None
         ]
+        regions += [
+            (b.start_byte, b.end_byte, kind)
+            for b in ff.facts.constexpr_branches
+            if (kind := self._constexpr_kind(path, b)) is not None
+        ]
         return regions + self._argument_regions(ff)
+
+    def _constexpr_kind(self, path: str, branch: Branch) -> str | None:
+        """As _branch_kind, for a branch of an `if constexpr` (portcheck.constexpr_if):
+        its tests may also read the project's constants (`if constexpr (kLanes == 64)`),
+        and must name something the platforms set differently."""
+        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        if not any(self._per_platform(n, path) for t in tests for n in names_in(t)):
+            return None
+        amd = branch_condition_value(branch, self._constant_env(path))
+        if amd == 0:
+            return "nvidia"
+        if self._taken(branch, False) == 0:
+            return "amd"
+        return None
+
+    def _constant_env(self, path: str):
+        """An AMD build's macros, and the project's constants as seen from `path`."""
+
+        def env(name: str) -> object:
+            if name in self._macro_defs or name not in self._constants:
+                return self.macro(name, True)
+            return self.value(name, path)
+
+        return env
+
+    def _per_platform(self, name: str, path: str, depth: int = 0) -> bool:
+        """Does an AMD build set `name` apart from an NVIDIA one: a platform macro, a
+        wavefront-size macro, or a constant defined in an AMD path or from such names?"""
+        if self.is_platform_macro(name) or WAVEFRONT_MACRO.search(name):
+            return True
+        if name in self._macro_defs or depth > 3:
+            return False
+        live, _ = self._live(name)
+        for def_path, expr, definition in live:
+            enclosing = self.files[def_path].enclosing(definition.offset)
+            if any(self._branch_kind(def_path, b) == "amd" for b in enclosing):
+                return True
+            if any(self._per_platform(n, path, depth + 1) for n in names_in(expr)):
+                return True
+        return False
 
     def amd_paths(self) -> list[AmdPath]:
         """Every branch only an AMD build takes, outermost ones only."""

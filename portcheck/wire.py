@@ -321,6 +321,7 @@ PREPROC = Record(
         ("constants", CONSTANT_DEF.tuple),
         ("invocations", INVOCATION.tuple),
         ("shuffle_widths", STR_TUPLE),
+        ("constexpr_branches", BRANCH.tuple),
     ],
 )
 PENDING = Record(
