@@ -61,6 +61,10 @@ class Pending(NamedTuple):
     negate: bool = False
     device_macros: tuple[str, ...] = ()
     fold: bool = True
+    # `expr` is an `#if` test (or a macro body such a test reads): evaluated as an AMD
+    # build's preprocessor sees the project's macros, and an unknown value is none of
+    # `values` (the finding stands unless the project shows the answer).
+    directive: bool = False
 
 
 @dataclass
@@ -529,6 +533,9 @@ class ProjectFacts:
             return None
         if not pending.expr:
             return finding
+        if pending.directive:
+            taken = evaluate(pending.expr, self._envs[True])
+            return None if (taken in pending.values) == pending.negate else finding
         value = self.evaluate(pending.expr, finding.path)
         if value is None:
             return None

@@ -333,6 +333,7 @@ PENDING = Record(
         ("negate", BOOL),
         ("device_macros", STR_TUPLE),
         ("fold", BOOL),
+        ("directive", BOOL),
     ],
 )
 AMD_PATH = Record(AmdPath, [("path", STR), ("start_line", INT), ("end_line", INT), ("guard", STR)])
