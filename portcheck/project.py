@@ -62,9 +62,10 @@ class Pending(NamedTuple):
     device_macros: tuple[str, ...] = ()
     fold: bool = True
     # `expr` is an `#if` test (or a macro body such a test reads): evaluated as an AMD
-    # build's preprocessor sees the project's macros, and an unknown value is none of
-    # `values` (the finding stands unless the project shows the answer).
+    # build's preprocessor sees the project's macros.
     directive: bool = False
+    # Report the finding when the project cannot answer (else it is dropped).
+    if_unknown: bool = False
 
 
 @dataclass
@@ -534,14 +535,16 @@ class ProjectFacts:
         if not pending.expr:
             return finding
         if pending.directive:
-            taken = evaluate(pending.expr, self._envs[True])
-            return None if (taken in pending.values) == pending.negate else finding
-        value = self.evaluate(pending.expr, finding.path)
+            value = evaluate(pending.expr, self._envs[True])
+        else:
+            value = self.evaluate(pending.expr, finding.path)
         if value is None:
-            return None
+            return finding if pending.if_unknown else None
         hit = value in pending.values
         if hit == pending.negate:
             return None
+        if pending.directive:
+            return finding
         names = [n for n in names_in(pending.expr) if (n, finding.path) in self._decided_by]
         decided = self._decided_by.get((names[0], finding.path)) if len(names) == 1 else None
         if decided is None:

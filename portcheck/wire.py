@@ -334,6 +334,7 @@ PENDING = Record(
         ("device_macros", STR_TUPLE),
         ("fold", BOOL),
         ("directive", BOOL),
+        ("if_unknown", BOOL),
     ],
 )
 AMD_PATH = Record(AmdPath, [("path", STR), ("start_line", INT), ("end_line", INT), ("guard", STR)])

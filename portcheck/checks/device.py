@@ -41,7 +41,7 @@ def arch_conditional(ctx: Context) -> None:
         the project's macros can tell (`defined(FP16_AVAILABLE) && __CUDA_ARCH__ != 610`,
         FP16_AVAILABLE derived from the AMD guard in another header), ask the project."""
         if evaluate(test, amd) is None:
-            return {"when": (test, (1,), True), "directive": True, "fold": False}
+            return {"when": (test, (1,), True), "directive": True, "if_unknown": True}
         return {}
 
     for branch in ctx.preproc.branches:
