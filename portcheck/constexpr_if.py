@@ -19,8 +19,7 @@ import re
 from typing import Any
 
 from portcheck.checks import Context
-from portcheck.parse.treesitter import walk_nodes
-from portcheck.preproc import Branch
+from portcheck.preproc import Branch, mask_comments_and_strings, names_in
 
 IF_CONSTEXPR = re.compile(rb"\bif\s+constexpr\b")
 TYPE_NAME = r"[A-Za-z_][\w:]*(?:\s*\*)?"
@@ -101,9 +100,14 @@ def constexpr_branches(ctx: Context) -> tuple[Branch, ...]:
         return ()
     aliases = {(m.group(1) or m.group(2)).decode() for m in ALIAS.finditer(ctx.data)}
     found: list[Branch] = []
-    for node in walk_nodes(ctx.root):
-        if _is_constexpr_if(node):
-            found.extend(_branches_of(ctx, node, _enclosing_types(node, aliases), len(found)))
+    masked = mask_comments_and_strings(ctx.data)
+    for match in IF_CONSTEXPR.finditer(masked):  # the statements found from their text
+        node = ctx.root.descendant_for_byte_range(match.start(), match.start() + 2)
+        while node is not None and node.type != "if_statement":
+            node = node.parent
+        if node is None or node.start_byte != match.start() or not _is_constexpr_if(node):
+            continue
+        found.extend(_branches_of(ctx, node, _enclosing_types(node, aliases), len(found)))
     found.sort(key=lambda b: b.start_byte)
     return tuple(found)
 
@@ -139,7 +143,7 @@ def _branches_of(ctx: Context, node: Any, types: _Types, count: int) -> list[Bra
     """The consequence (and the alternative, if any) of one `if constexpr`."""
     condition = node.child_by_field_name("condition")
     raw = (condition.text or b"").decode("utf-8", "replace").strip() if condition else ""
-    substituted = ctx._with_locals(raw, node.start_byte) if raw else None
+    substituted = _with_locals(ctx, raw, node.start_byte) if raw else None
     test = _rewrite(substituted, types) if substituted is not None else UNDECIDED
     group = GROUP_BASE + count
     directive = " ".join(f"if constexpr {raw}".split())
@@ -161,3 +165,16 @@ def _branches_of(ctx: Context, node: Any, types: _Types, count: int) -> list[Bra
             )
         )
     return branches
+
+
+def _with_locals(ctx: Context, condition: str, offset: int) -> str | None:
+    """Context._with_locals, asked only when the function initialises one of the
+    condition's names before it (most conditions read template parameters only)."""
+    fn_start = max((f.start for f in ctx.functions if f.start <= offset < f.end), default=0)
+    initialised = {m.decode() for m in INITIALISED.findall(ctx.data, fn_start, offset)}
+    if names_in(condition) & initialised:
+        return ctx._with_locals(condition, offset)
+    return condition
+
+
+INITIALISED = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:=(?!=)|\{)")

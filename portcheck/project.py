@@ -121,6 +121,7 @@ class ProjectFacts:
         self._marked: dict[str, list[tuple[int, int, str]]] = {}
         self._depth = 0
         self._selectors: dict[str, tuple[frozenset[int], frozenset[int]] | None] = {}
+        self._platform_names: dict[str, bool] = {}
         self.shuffle_widths = {n for ff in self.files.values() for n in ff.facts.shuffle_widths}
         self._builds_for_amd: bool | None = None
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
@@ -399,7 +400,7 @@ class ProjectFacts:
         its tests may also read the project's constants (`if constexpr (kLanes == 64)`),
         and must name something the platforms set differently."""
         tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
-        if not any(self._per_platform(n, path) for t in tests for n in names_in(t)):
+        if not any(self._per_platform(n) for t in tests for n in names_in(t)):
             return None
         amd = branch_condition_value(branch, self._constant_env(path))
         if amd == 0:
@@ -418,21 +419,24 @@ class ProjectFacts:
 
         return env
 
-    def _per_platform(self, name: str, path: str, depth: int = 0) -> bool:
+    def _per_platform(self, name: str) -> bool:
         """Does an AMD build set `name` apart from an NVIDIA one: a platform macro, a
         wavefront-size macro, or a constant defined in an AMD path or from such names?"""
-        if self.is_platform_macro(name) or WAVEFRONT_MACRO.search(name):
-            return True
-        if name in self._macro_defs or depth > 3:
-            return False
-        live, _ = self._live(name)
-        for def_path, expr, definition in live:
-            enclosing = self.files[def_path].enclosing(definition.offset)
-            if any(self._branch_kind(def_path, b) == "amd" for b in enclosing):
-                return True
-            if any(self._per_platform(n, path, depth + 1) for n in names_in(expr)):
-                return True
-        return False
+        known = self._platform_names.get(name)
+        if known is not None:
+            return known
+        self._platform_names[name] = False  # a constant defined from itself: no
+        found = self.is_platform_macro(name) or WAVEFRONT_MACRO.search(name) is not None
+        if not found and name not in self._macro_defs:
+            for def_path, expr, definition in self._live(name)[0]:
+                enclosing = self.files[def_path].enclosing(definition.offset)
+                if any(self._branch_kind(def_path, b) == "amd" for b in enclosing) or any(
+                    self._per_platform(n) for n in names_in(expr)
+                ):
+                    found = True
+                    break
+        self._platform_names[name] = found
+        return found
 
     def amd_paths(self) -> list[AmdPath]:
         """Every branch only an AMD build takes, outermost ones only."""
