@@ -27,6 +27,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from portcheck.checks import Context, FunctionInfo, merged_ranges, run_checks
+from portcheck.constexpr_if import constexpr_branches
 from portcheck.discover import looks_like_cuda
 from portcheck.extract import C_LIBRARY_NAMES, CUDA_SHAPE, Extraction, Extractor, guess_family
 from portcheck.model import (
@@ -181,6 +182,9 @@ class FileScanner:
         )
         result.findings = run_checks(ctx, self.ignore)
         result.pending = ctx.pending
+        branches = constexpr_branches(ctx)
+        if branches:
+            result.preproc = result.preproc._replace(constexpr_branches=branches)
         return result
 
     # -- the front end chosen per file ------------------------------------------------

@@ -162,6 +162,8 @@ class PreprocFacts(NamedTuple):
     # WARP_SIZE)`, or a template parameter defaulting to one): a project that does so
     # works in logical groups of that many lanes on purpose.
     shuffle_widths: tuple[str, ...] = ()
+    # `if constexpr` branches, as conditional branches (portcheck.constexpr_if)
+    constexpr_branches: tuple[Branch, ...] = ()
 
 
 EMPTY_FACTS = PreprocFacts((), (), ())

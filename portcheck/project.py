@@ -26,6 +26,7 @@ from portcheck.preproc import (
     NVIDIA_ONLY,
     NVIDIA_TOOLKIT_MACROS,
     UNDEFINED,
+    WAVEFRONT_MACRO,
     Branch,
     ConstantDef,
     MacroDef,
@@ -60,6 +61,11 @@ class Pending(NamedTuple):
     negate: bool = False
     device_macros: tuple[str, ...] = ()
     fold: bool = True
+    # `expr` is an `#if` test (or a macro body such a test reads): evaluated as an AMD
+    # build's preprocessor sees the project's macros.
+    directive: bool = False
+    # Report the finding when the project cannot answer (else it is dropped).
+    if_unknown: bool = False
 
 
 @dataclass
@@ -115,6 +121,7 @@ class ProjectFacts:
         self._marked: dict[str, list[tuple[int, int, str]]] = {}
         self._depth = 0
         self._selectors: dict[str, tuple[frozenset[int], frozenset[int]] | None] = {}
+        self._platform_names: dict[str, bool] = {}
         self.shuffle_widths = {n for ff in self.files.values() for n in ff.facts.shuffle_widths}
         self._builds_for_amd: bool | None = None
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
@@ -381,7 +388,55 @@ class ProjectFacts:
             for b in ff.facts.branches
             if (kind := self._branch_kind(path, b)) is not None
         ]
+        regions += [
+            (b.start_byte, b.end_byte, kind)
+            for b in ff.facts.constexpr_branches
+            if (kind := self._constexpr_kind(path, b)) is not None
+        ]
         return regions + self._argument_regions(ff)
+
+    def _constexpr_kind(self, path: str, branch: Branch) -> str | None:
+        """As _branch_kind, for a branch of an `if constexpr` (portcheck.constexpr_if):
+        its tests may also read the project's constants (`if constexpr (kLanes == 64)`),
+        and must name something the platforms set differently."""
+        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        if not any(self._per_platform(n) for t in tests for n in names_in(t)):
+            return None
+        amd = branch_condition_value(branch, self._constant_env(path))
+        if amd == 0:
+            return "nvidia"
+        if self._taken(branch, False) == 0:
+            return "amd"
+        return None
+
+    def _constant_env(self, path: str):
+        """An AMD build's macros, and the project's constants as seen from `path`."""
+
+        def env(name: str) -> object:
+            if name in self._macro_defs or name not in self._constants:
+                return self.macro(name, True)
+            return self.value(name, path)
+
+        return env
+
+    def _per_platform(self, name: str) -> bool:
+        """Does an AMD build set `name` apart from an NVIDIA one: a platform macro, a
+        wavefront-size macro, or a constant defined in an AMD path or from such names?"""
+        known = self._platform_names.get(name)
+        if known is not None:
+            return known
+        self._platform_names[name] = False  # a constant defined from itself: no
+        found = self.is_platform_macro(name) or WAVEFRONT_MACRO.search(name) is not None
+        if not found and name not in self._macro_defs:
+            for def_path, expr, definition in self._live(name)[0]:
+                enclosing = self.files[def_path].enclosing(definition.offset)
+                if any(self._branch_kind(def_path, b) == "amd" for b in enclosing) or any(
+                    self._per_platform(n) for n in names_in(expr)
+                ):
+                    found = True
+                    break
+        self._platform_names[name] = found
+        return found
 
     def amd_paths(self) -> list[AmdPath]:
         """Every branch only an AMD build takes, outermost ones only."""
@@ -483,12 +538,17 @@ class ProjectFacts:
             return None
         if not pending.expr:
             return finding
-        value = self.evaluate(pending.expr, finding.path)
+        if pending.directive:
+            value = evaluate(pending.expr, self._envs[True])
+        else:
+            value = self.evaluate(pending.expr, finding.path)
         if value is None:
-            return None
+            return finding if pending.if_unknown else None
         hit = value in pending.values
         if hit == pending.negate:
             return None
+        if pending.directive:
+            return finding
         names = [n for n in names_in(pending.expr) if (n, finding.path) in self._decided_by]
         decided = self._decided_by.get((names[0], finding.path)) if len(names) == 1 else None
         if decided is None:

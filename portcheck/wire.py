@@ -351,6 +351,7 @@ PREPROC = Record(
         ("constants", CONSTANT_DEF.tuple),
         ("invocations", INVOCATION.tuple),
         ("shuffle_widths", STR_TUPLE),
+        ("constexpr_branches", BRANCH.tuple),
     ],
 )
 PENDING = Record(
@@ -362,6 +363,8 @@ PENDING = Record(
         ("negate", BOOL),
         ("device_macros", STR_TUPLE),
         ("fold", BOOL),
+        ("directive", BOOL),
+        ("if_unknown", BOOL),
     ],
 )
 REPORT_TARGET = Record(

@@ -15,6 +15,7 @@ from collections import Counter
 import pytest
 
 import portcheck
+from portcheck.model import Severity
 
 from conftest import FIXTURES
 
@@ -274,3 +275,17 @@ def test_toolkit_version_branches_and_split_selector_calls_have_amd_alternatives
     # A branch only CUDA's toolkit version macro opens: an AMD build takes the #else.
     assert found[("lane-mask-width", 10)] is True
     assert all(found.values()), found
+
+
+def test_tiles_named_by_a_constant_of_32_make_warp_arithmetic_a_low_note():
+    """`tiled_partition<ROW_TILE>` with ROW_TILE 32 in another header is a tile of 32, as
+    the literal is; a width that is 64 on AMD, or one the tree does not define, is not."""
+    report = portcheck.scan(PROJECTS / "named_tiles", cache=False)
+    severity = {
+        f.function: f.severity for f in report.findings if f.slug == "warp-size-assumption"
+    }
+    assert severity == {
+        "row_sums": Severity.LOW,
+        "wide_sums": Severity.HIGH,
+        "outside_sums": Severity.HIGH,
+    }

@@ -548,6 +548,7 @@ AMD_MARK_PATTERNS = {
     "nvidia-only-branch-excluding-hip",
     "amd-alternative-missed-selector-macro-paren-on-next-line",
     "nvidia-only-branch-cudart-version-undefined-on-hip",
+    "nvidia-only-via-if-constexpr",
 }
 
 

@@ -135,13 +135,17 @@ class Context:
         when: tuple[str, tuple[int, ...], bool] | None = None,
         severity: Severity | None = None,
         fold: bool = True,
+        directive: bool = False,
+        if_unknown: bool = False,
     ) -> None:
         """Report the current check's hazard (or the catalogue's `slug`) at start..end.
 
         `when=(expr, values, negate)`: only if the constant expression `expr`, evaluated
         with the whole project's constants, is (or, negated, is not) one of `values`;
         `fold=False`: the finding is not a use of the constant that decides it, so it is
-        neither listed at nor folded into that constant's definition (see Pending)."""
+        neither listed at nor folded into that constant's definition (see Pending);
+        `directive=True`: `expr` is an `#if` test, read with the project's macros;
+        `if_unknown=True`: report it too when the project cannot evaluate `expr`."""
         spec = catalogue()[slug] if slug is not None else self._current
         assert spec is not None, "report() called outside a registered check"
         span = self.span(start, end)
@@ -172,7 +176,9 @@ class Context:
             self.findings.append(finding)
             return
         expr, values, negate = when if when is not None else ("", (), False)
-        self.pending.append(Pending(finding, expr, values, negate, macros, fold))
+        self.pending.append(
+            Pending(finding, expr, values, negate, macros, fold, directive, if_unknown)
+        )
 
     def device_macros_at(self, offset: int) -> tuple[str, ...]:
         """The macros that would make `offset` device code (empty: it is host code)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from portcheck.checks import Context, hazard
 from portcheck.checks.syntax import text
@@ -35,6 +36,14 @@ def arch_conditional(ctx: Context) -> None:
     def amd(name: str) -> object:  # this file's view of an AMD build
         return unless_defined(name, True)
 
+    def unless_amd_takes(test: str) -> dict[str, Any]:
+        """Report now when this file shows an AMD build does not take `test`; when only
+        the project's macros can tell (`defined(FP16_AVAILABLE) && __CUDA_ARCH__ != 610`,
+        FP16_AVAILABLE derived from the AMD guard in another header), ask the project."""
+        if evaluate(test, amd) is None:
+            return {"when": (test, (1,), True), "directive": True, "if_unknown": True}
+        return {}
+
     for branch in ctx.preproc.branches:
         match = ARCH_COMPARISON.search(branch.test or "")
         if match and evaluate(branch.test or "", amd) == 1:
@@ -46,6 +55,7 @@ def arch_conditional(ctx: Context) -> None:
                 branch.start_byte,
                 line_end if line_end != -1 else len(ctx.data),
                 f"`{match.group()}` selects code by NVIDIA compute capability",
+                **unless_amd_takes(branch.test or ""),
             )
     for macro in ctx.preproc.macros:
         match = ARCH_COMPARISON.search(macro.body)
@@ -55,6 +65,7 @@ def arch_conditional(ctx: Context) -> None:
                 macro.offset + len(macro.name),
                 f"`{macro.name}` is defined by comparing `{match.group()}`: the NVIDIA compute "
                 "capability, which an AMD build does not define",
+                **unless_amd_takes(macro.body),
             )
 
 

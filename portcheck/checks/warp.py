@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from portcheck.checks import Context, hazard
 from portcheck.checks.syntax import (
@@ -12,7 +13,13 @@ from portcheck.checks.syntax import (
     text,
 )
 from portcheck.model import Severity, Status, Verdicts
-from portcheck.preproc import SHUFFLE, mask_comments_and_strings, shuffle_arguments
+from portcheck.preproc import (
+    SHUFFLE,
+    evaluate,
+    mask_comments_and_strings,
+    names_in,
+    shuffle_arguments,
+)
 from portcheck.project import WARP_WIDTH_NAME
 
 # An operand that is plausibly a thread or lane index.
@@ -50,14 +57,16 @@ FULL_MASK_32 = re.compile(r"^(?:0x[fF]{8}[uU]?|~0[uU]?|4294967295[uU]?)$")
 ALL_ONES_32 = 0xFFFFFFFF
 
 
-TILE_OF_32 = re.compile(rb"(?:tiled_partition|thread_block_tile)\s*<\s*32\s*>")
+# A cooperative-groups tile and its width (`tiled_partition<32>`, `thread_block_tile<WARP>`).
+TILE = re.compile(rb"(?:tiled_partition|thread_block_tile)\s*<\s*([^<>;{}]{1,80}?)\s*>")
 PARTIAL_ON_HIP = Verdicts(Status.PARTIAL, Status.SUPPORTED, Status.PARTIAL)
 
 
 def _grouping(ctx: Context, offset: int) -> str | None:
     """How the code around `offset` groups lanes on purpose: "width" when every warp
     shuffle in its function passes an explicit width of at most 32 lanes; "tile" when its
-    function works on cooperative-groups tiles of 32.
+    function works on cooperative-groups tiles of 32; "tile:EXPR" when its tiles are as
+    wide as a constant only the project can evaluate (`tiled_partition<WARP_SIZE>`).
     Arithmetic in 32s is then consistent with those groups on a 64-lane wavefront."""
     fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
     if fn is None:
@@ -65,13 +74,29 @@ def _grouping(ctx: Context, offset: int) -> str | None:
     known = ctx.memo.get(("grouping", fn.start))
     if known is None:
         code = ctx.data[fn.start : fn.end]
-        if TILE_OF_32.search(code):
+        widths = [_tile_width(ctx, m.group(1).decode(), fn.start) for m in TILE.finditer(code)]
+        named = [w for w in widths if isinstance(w, str)]
+        if 32 in widths:
             known = "tile"
+        elif named:
+            known = "tile:" + named[0]
         else:
             verdicts = [_explicit_width(code, m) for m in SHUFFLE.finditer(code)]
             known = "width" if verdicts and all(verdicts) else ""
         ctx.memo[("grouping", fn.start)] = known
     return known or None
+
+
+def _tile_width(ctx: Context, width: str, offset: int) -> int | str | None:
+    """A tile's width: its value when the file decides it, else the expression the
+    project's constants decide (None when it is not a constant expression)."""
+    expr = ctx._with_locals(width, offset)
+    if expr is None:
+        return None
+    value = evaluate(expr, lambda name: None, in_if=False)
+    if value is not None:
+        return value
+    return expr if re.fullmatch(r"[\w\s()+\-*/]+", expr) and names_in(expr) else None
 
 
 # A name for the hardware's lane count: `warpSize`, or a local read from a query of it
@@ -133,13 +158,22 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
             return  # every shuffle here names its 32-lane width: the groups are deliberate
         if _adapts_to_warp_width(ctx, text(node), start):
             return  # 32 is the data's row width; groups per warp are derived from the lanes
+        as_tiles: dict[str, Any] = {
+            "message": f"{kw.get('message', '')}; consistent with the cooperative-groups tiles "
+            "of 32 used here, so correct on wave64, but each tile fills half a CDNA wavefront",
+            "targets": PARTIAL_ON_HIP,
+            "severity": Severity.LOW,  # a performance note: the code is right on wave64
+        }
         if grouping == "tile":
-            kw["message"] = (
-                f"{kw.get('message', '')}; consistent with the cooperative-groups tiles of 32 "
-                "used here, so correct on wave64, but each tile fills half a CDNA wavefront"
-            )
-            kw["targets"] = PARTIAL_ON_HIP
-            kw["severity"] = Severity.LOW  # a performance note: the code is right on wave64
+            kw.update(as_tiles)
+        elif grouping is not None and grouping.startswith("tile:"):
+            tile = grouping[len("tile:") :]
+            if isinstance(value, int):  # which note it is waits for the tile's width
+                ctx.report(start, end, when=(tile, (32,), False), fold=False, **{**kw, **as_tiles})
+                ctx.report(start, end, when=(tile, (32,), True), if_unknown=True, fold=False, **kw)
+                return
+            if value.replace(" ", "") == tile.replace(" ", ""):
+                kw.update(as_tiles)  # `lane % WARP_SIZE` in tiles of WARP_SIZE
     if isinstance(value, int):
         if value in wanted:
             ctx.report(start, end, **kw)
