@@ -15,7 +15,7 @@ $(STAMP): $(SOURCES)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV) || { \
 	  echo "python3 -m venv failed: on Debian run 'apt-get install -y python3-venv'"; exit 1; }
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet ".[test]"
+	$(PY) -m pip install --quiet -e ".[test]"
 	@touch $(STAMP)
 
 install: $(STAMP)
