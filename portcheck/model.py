@@ -296,9 +296,12 @@ class ApiRule:
     deprecated: str | None = None
     removed: str | None = None
     notes: str | None = None
-    hip_added: str | None = None  # ROCm releases, read from HIP's headers at release tags
+    # ROCm releases ("6.2.0") from HIPIFY's tables, checked against HIP's headers at
+    # release tags; a name with no hip_added is in every release the rule set tells apart
+    hip_added: str | None = None
     hip_deprecated: str | None = None
     hip_removed: str | None = None
+    experimental: bool = False  # HIPIFY marks the HIP equivalent experimental
 
     def to_dict(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -313,6 +316,12 @@ class ApiRule:
             value = getattr(self, key)
             if value:
                 data[key] = value
+        data["hip_versions"] = {
+            "added": self.hip_added,
+            "deprecated": self.hip_deprecated,
+            "removed": self.hip_removed,
+        }
+        data["experimental"] = self.experimental
         return data
 
 

@@ -4,6 +4,11 @@ Each family file maps CUDA names to their HIP equivalent and to a status on each
 target, with the provenance of every fact. Files are validated once, at load:
 an unknown key, a bad status, a duplicate name or a dangling source id is an
 error that names the file, the entry and the key.
+
+rules/sources.yaml (not a family) names the upstream snapshot every fact was read from
+and the ROCm releases the HIP dates cover: `RuleSet.newest_rocm()` is the release whose
+statuses the family files hold, `RuleSet.at_rocm(release)` the same rules as they stand in
+an older release (see portcheck.rocm).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import json
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib.resources.abc import Traversable
 from itertools import chain
@@ -24,17 +29,28 @@ from typing import Any
 
 from portcheck.model import OPTIONAL_RULE_FIELDS, TARGETS, ApiRule, Status, Verdicts
 from portcheck.resources import data_dir, usable_cache_dir, write_atomically
+from portcheck.rocm import HipStatus, RocmRelease, hip_status, parse_rocm_version
 
 SCHEMA = "portcheck.rules/1"
 # Bump when validation or the cached form changes, so old caches are not reused.
-LOADER_VERSION = "3"
+LOADER_VERSION = "4"
 KINDS = frozenset({"function", "type", "enum", "macro", "namespace", "header", "variable"})
 FILE_KEYS = frozenset({"schema", "family", "title", "sources", "entries"})
 ENTRY_REQUIRED = frozenset({"cuda", "kind", "hip", "status", "source"})
 # since/deprecated/removed: CUDA versions; hip_*: ROCm releases, from HIP's own headers
 ENTRY_OPTIONAL = frozenset(
-    {"since", "deprecated", "removed", "notes", "hip_added", "hip_deprecated", "hip_removed"}
+    {
+        "since",
+        "deprecated",
+        "removed",
+        "notes",
+        "hip_added",
+        "hip_deprecated",
+        "hip_removed",
+        "experimental",
+    }
 )
+HIP_DATE_KEYS = ("hip_added", "hip_deprecated", "hip_removed")
 SOURCE_KEYS = frozenset({"project", "ref", "path", "url", "note"})
 INFERRED_PREFIX = "inferred:"
 
@@ -123,6 +139,80 @@ def load_yaml(text: str, *, cache: bool = True) -> Any:
     return doc
 
 
+SOURCES_FILE = "sources.yaml"  # in rules/, beside the families: not a family itself
+SOURCES_SCHEMA = "portcheck.sources/1"
+SNAPSHOT_KEYS = frozenset({"project", "commit", "date", "via", "tags"})
+
+
+@dataclass(frozen=True)
+class Sources:
+    """rules/sources.yaml: the upstream snapshots the rule set was built from (project,
+    commit, commit date; `via` a fork that carried the commit, `tags` the release tags
+    read) and the ROCm releases its HIP dates cover."""
+
+    snapshots: tuple[Mapping[str, str], ...] = ()
+    oldest: RocmRelease | None = None
+    newest: RocmRelease | None = None
+
+    def to_payload(self) -> dict[str, object]:
+        return {
+            "snapshots": [dict(s) for s in self.snapshots],
+            "oldest": None if self.oldest is None else str(self.oldest),
+            "newest": None if self.newest is None else str(self.newest),
+        }
+
+
+def parse_sources(text: str, where: str = SOURCES_FILE) -> Sources:
+    """Validate rules/sources.yaml (errors name the file and the key)."""
+    try:
+        doc = load_yaml(text, cache=False)
+    except YamlSyntaxError as exc:
+        raise _fail(where, f"not valid YAML: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SOURCES_SCHEMA:
+        raise _fail(where, f"key 'schema': expected {SOURCES_SCHEMA!r}")
+    unknown = set(doc) - {"schema", "snapshots", "rocm"}
+    if unknown:
+        raise _fail(where, f"unknown top-level key(s) {sorted(unknown)}")
+    snapshots = []
+    for index, raw in enumerate(doc.get("snapshots") or []):
+        at = f"{where}: snapshots[{index}]"
+        if not isinstance(raw, dict) or not {"project", "commit"} <= set(raw):
+            raise _fail(at, "needs at least 'project' and 'commit'")
+        if set(raw) - SNAPSHOT_KEYS:
+            raise _fail(at, f"unknown key(s) {sorted(set(raw) - SNAPSHOT_KEYS)}")
+        snapshots.append({k: str(v) for k, v in raw.items()})
+    rocm = doc.get("rocm") or {}
+    if not isinstance(rocm, dict):
+        raise _fail(where, "key 'rocm': must be a mapping")
+    releases: dict[str, RocmRelease | None] = {}
+    for key in ("oldest", "newest"):
+        value = rocm.get(key)
+        try:
+            releases[key] = None if value is None else parse_rocm_version(str(value))
+        except ValueError as exc:
+            raise _fail(where, f"key 'rocm.{key}': {exc}") from None
+    return Sources(tuple(snapshots), releases["oldest"], releases["newest"])
+
+
+def _sources_from_payload(payload: object) -> Sources | None:
+    """The Sources a cache stored (None: not the shape to_payload writes)."""
+    if type(payload) is not dict or set(payload) != {"snapshots", "oldest", "newest"}:
+        return None
+    snapshots = payload["snapshots"]
+    if type(snapshots) is not list or any(
+        type(s) is not dict or not set(map(type, s.values())) <= {str} for s in snapshots
+    ):
+        return None
+    try:
+        oldest, newest = (
+            None if payload[k] is None else parse_rocm_version(str(payload[k]))
+            for k in ("oldest", "newest")
+        )
+    except ValueError:
+        return None
+    return Sources(tuple(snapshots), oldest, newest)
+
+
 @dataclass(frozen=True)
 class RuleSet:
     """All rules, indexed by CUDA name for one dictionary lookup per use."""
@@ -130,15 +220,92 @@ class RuleSet:
     rules: Mapping[str, ApiRule]
     titles: Mapping[str, str]
     digest: str = ""  # hash of the rule files' bytes: keys caches of results derived from them
+    sources: Sources = field(default_factory=lambda: Sources())
+    release: RocmRelease | None = None  # set on a view made by at_rocm()
+    _statuses: dict[tuple[str, RocmRelease], HipStatus] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     def lookup(self, name: str) -> ApiRule | None:
         return self.rules.get(name)
 
     def kinds(self) -> Iterator[tuple[str, str]]:
         """(CUDA name, kind) of every rule, without building the rules themselves."""
-        if isinstance(self.rules, RuleTable):
+        if isinstance(self.rules, RuleTable | ReleaseRules):
             return self.rules.kinds()
         return ((rule.cuda, rule.kind) for rule in self.rules.values())
+
+    # ---- ROCm releases
+
+    def newest_rocm(self) -> RocmRelease | None:
+        """The newest ROCm release the rule set knows (the default for --rocm): the one
+        whose HIP statuses the family files hold. From rules/sources.yaml, else the newest
+        HIP date any rule carries; None when no rule is dated."""
+        if self.sources.newest is not None:
+            return self.sources.newest
+        dates = [
+            parse_rocm_version(value)
+            for rule in self.rules.values()
+            for key in HIP_DATE_KEYS
+            if (value := getattr(rule, key))
+        ]
+        return max(dates, default=None)
+
+    def oldest_rocm(self) -> RocmRelease | None:
+        """The oldest release the HIP dates tell apart (HIP's headers were read from it
+        on); a name already in it carries no hip_added. None when unknown."""
+        return self.sources.oldest
+
+    def rocm_release(self, text: str) -> RocmRelease:
+        """A user's `--rocm` value, parsed and checked against what the rule set knows:
+        ValueError for a malformed version or one older than oldest_rocm() (no dates
+        tell those releases apart). A release newer than newest_rocm() is accepted and
+        answered as newest_rocm() (see rocm_caveat)."""
+        release = parse_rocm_version(text)
+        oldest = self.oldest_rocm()
+        if oldest is not None and release < oldest:
+            raise ValueError(
+                f"ROCm {release} is older than the oldest release portcheck's rule set "
+                f"tells apart ({oldest}); choose {oldest} or later"
+            )
+        return release
+
+    def rocm_caveat(self, release: RocmRelease) -> str | None:
+        """A sentence for the user when `release` is newer than the rule set's sources."""
+        newest = self.newest_rocm()
+        if newest is not None and release > newest:
+            return (
+                f"portcheck's rule set knows HIP up to ROCm {newest}; APIs added after it "
+                f"are not known, so ROCm {release} is answered as {newest}"
+            )
+        return None
+
+    def hip_status(self, rule: ApiRule, release: RocmRelease) -> HipStatus:
+        """`rule`'s HIP status in `release` (portcheck.rocm.hip_status), computed once per
+        (rule, release)."""
+        key = (rule.cuda, release)
+        found = self._statuses.get(key)
+        if found is None:
+            found = self._statuses[key] = hip_status(rule, release)
+        return found
+
+    def at_rocm(self, release: RocmRelease | str) -> RuleSet:
+        """These rules as they stand in ROCm `release`: the same lookups, each rule's
+        status.hip replaced by its status in that release (with the reason first in its
+        notes when it differs). Rules are adjusted once each, the first time they are
+        looked up, so classification stays one dictionary lookup per use. The newest
+        release (or a newer one) gives this rule set itself; other releases get their own
+        digest, so caches of scan results never mix releases."""
+        if isinstance(release, str):
+            release = self.rocm_release(release)
+        if self.release is not None:
+            raise ValueError("at_rocm() is for the rule set as loaded, not for a view of it")
+        newest = self.newest_rocm()
+        if newest is None or release >= newest:
+            return self
+        digest = hashlib.sha256(f"{self.digest}\0rocm-{release}".encode()).hexdigest()
+        view = ReleaseRules(self, release)
+        return RuleSet(view, self.titles, digest, self.sources, release)
 
     def __len__(self) -> int:
         return len(self.rules)
@@ -172,11 +339,71 @@ class RuleSet:
             for rule in self.rules.values()
             if any(rule.status[t] is Status.UNKNOWN for t in TARGETS)
         )
+        newest, oldest = self.newest_rocm(), self.oldest_rocm()
         return {
             "total": len(self.rules),
             "families": self.families,
             "entries_without_full_status": incomplete,
+            "sources": {
+                "snapshots": [dict(s) for s in self.sources.snapshots],
+                "rocm": {
+                    "oldest": None if oldest is None else str(oldest),
+                    "newest": None if newest is None else str(newest),
+                },
+            },
         }
+
+
+class ReleaseRules(Mapping[str, ApiRule]):
+    """The rules of a RuleSet as they stand in an older ROCm release (RuleSet.at_rocm):
+    a rule whose HIP status there differs from its newest one is a copy with that status
+    and the reason ("HIP in ROCm 5.7: added in ROCm 6.2") first in its notes; the others
+    are the very same objects. Each rule is adjusted on its first lookup."""
+
+    __slots__ = ("_adjusted", "_base", "_release")
+
+    def __init__(self, base: RuleSet, release: RocmRelease) -> None:
+        self._base = base
+        self._release = release
+        self._adjusted: dict[str, ApiRule] = {}
+
+    def get(  # type: ignore[override]  # Mapping.get's overloads; this is a rule or None
+        self, name: str, default: ApiRule | None = None
+    ) -> ApiRule | None:
+        rule = self._adjusted.get(name)
+        if rule is None:
+            original = self._base.rules.get(name)
+            if original is None:
+                return default
+            rule = self._adjusted[name] = self._adjust(original)
+        return rule
+
+    def _adjust(self, rule: ApiRule) -> ApiRule:
+        found = self._base.hip_status(rule, self._release)
+        if found.status is rule.status.hip:
+            return rule
+        reason = f"HIP in ROCm {self._release}: {found.message}" if found.message else None
+        notes = " | ".join(text for text in (reason, rule.notes) if text) or None
+        status = replace(rule.status, hip=found.status)
+        return replace(rule, status=status, notes=notes)
+
+    def __getitem__(self, name: str) -> ApiRule:
+        rule = self.get(name)
+        if rule is None:
+            raise KeyError(name)
+        return rule
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._base.rules
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._base.rules)
+
+    def __len__(self) -> int:
+        return len(self._base.rules)
+
+    def kinds(self) -> Iterator[tuple[str, str]]:
+        return self._base.kinds()
 
 
 def _fail(where: str, message: str) -> RuleError:
@@ -264,6 +491,16 @@ def _parse_entry(
         value = raw.get(key)
         return None if value is None else str(value)
 
+    for key in HIP_DATE_KEYS:
+        if raw.get(key) is not None:
+            try:
+                parse_rocm_version(str(raw[key]))
+            except ValueError as exc:
+                raise _fail(at, f"key {key!r}: {exc}") from None
+    experimental = raw.get("experimental", False)
+    if not isinstance(experimental, bool):
+        raise _fail(at, "key 'experimental': must be true or false")
+
     return ApiRule(
         cuda=name,
         family=family,
@@ -278,6 +515,7 @@ def _parse_entry(
         hip_added=optional("hip_added"),
         hip_deprecated=optional("hip_deprecated"),
         hip_removed=optional("hip_removed"),
+        experimental=experimental,
     )
 
 
@@ -308,7 +546,7 @@ def parse_rule_file(text: str, where: str, stem: str) -> tuple[str, str, list[Ap
 HAZARD_CATALOGUE = "hazards.yaml"
 GPU_TABLE = "gpus.yaml"  # read by portcheck/gpus.py
 # Files that live in rules/ too but are not API families.
-NOT_FAMILIES = frozenset({HAZARD_CATALOGUE, GPU_TABLE})
+NOT_FAMILIES = frozenset({HAZARD_CATALOGUE, GPU_TABLE, SOURCES_FILE})
 
 
 def _rule_files(folder: Traversable | Path) -> Iterable[Traversable | Path]:
@@ -324,10 +562,21 @@ def _rule_files(folder: Traversable | Path) -> Iterable[Traversable | Path]:
 
 _STATUS_BY_VALUE = {status.value: status for status in Status}
 _OPTIONAL = OPTIONAL_RULE_FIELDS
+# RuleTable._build unpacks the optional fields in this order
+assert _OPTIONAL == (
+    "since",
+    "deprecated",
+    "removed",
+    "notes",
+    "hip_added",
+    "hip_deprecated",
+    "hip_removed",
+)
 
 # A rule as the cache stores it: family, kind, hip, the three statuses, the three
-# sources, then the optional fields (see _row).
+# sources, the optional fields, then "experimental" or None (see _row).
 Row = tuple[str | None, ...]
+EXPERIMENTAL = "experimental"
 
 
 def _row(rule: ApiRule) -> Row:
@@ -338,6 +587,7 @@ def _row(rule: ApiRule) -> Row:
         *(rule.status[t].value for t in TARGETS),
         *(rule.source.get(str(t)) for t in TARGETS),
         *(getattr(rule, key) for key in _OPTIONAL),
+        EXPERIMENTAL if rule.experimental else None,
     )
 
 
@@ -401,11 +651,12 @@ class RuleTable(Mapping[str, ApiRule]):
 
     def _build(self, name: str, row: Row) -> ApiRule:
         family, kind, hip, *rest = row
-        statuses, sources, optional = rest[0:3], rest[3:6], rest[6:]
+        statuses, sources, optional = rest[0:3], rest[3:6], rest[6:-1]
         key = tuple(statuses)
         verdict = self._verdicts.get(key)
         if verdict is None:  # a few dozen distinct combinations: share them
             verdict = self._verdicts[key] = Verdicts(*(_STATUS_BY_VALUE[str(v)] for v in key))
+        since, deprecated, removed, notes, hip_added, hip_deprecated, hip_removed = optional
         return ApiRule(
             name,
             str(family),
@@ -413,11 +664,18 @@ class RuleTable(Mapping[str, ApiRule]):
             hip,
             verdict,
             {str(t): str(src) for t, src in zip(TARGETS, sources, strict=True)},
-            *optional,
+            since=since,
+            deprecated=deprecated,
+            removed=removed,
+            notes=notes,
+            hip_added=hip_added,
+            hip_deprecated=hip_deprecated,
+            hip_removed=hip_removed,
+            experimental=rest[-1] == EXPERIMENTAL,
         )
 
 
-ROW_WIDTH = 1 + 3 + 2 * len(TARGETS) + len(_OPTIONAL)  # the name, then a Row
+ROW_WIDTH = 1 + 3 + 2 * len(TARGETS) + len(_OPTIONAL) + 1  # the name, then a Row
 _STATUS_VALUES = frozenset(_STATUS_BY_VALUE)
 
 
@@ -431,7 +689,10 @@ def _read_cache(path: Path, digest: str) -> RuleSet | None:
     YAML is validated again). Beyond the digests, the rows are checked for shape, so even
     a forged entry cannot put a value the rules never hold into a report."""
     payload = _read_cache_entry(path, digest)
-    if type(payload) is not dict or set(payload) != {"strings", "cells", "titles"}:
+    if type(payload) is not dict or set(payload) != {"strings", "cells", "titles", "sources"}:
+        return None
+    sources = _sources_from_payload(payload["sources"])
+    if sources is None:
         return None
     strings, titles = payload["strings"], payload["titles"]
     if type(strings) is not list or not set(map(type, strings)) <= {str}:
@@ -457,7 +718,7 @@ def _read_cache(path: Path, digest: str) -> RuleSet | None:
         return None
     if not {strings[i] for i in set(kinds)} <= KINDS:
         return None
-    return RuleSet(rules=RuleTable(strings, cells), titles=titles)
+    return RuleSet(rules=RuleTable(strings, cells), titles=titles, sources=sources)
 
 
 def _write_cache(path: Path, digest: str, ruleset: RuleSet) -> None:
@@ -470,6 +731,7 @@ def _write_cache(path: Path, digest: str, ruleset: RuleSet) -> None:
         "strings": list(index),
         "cells": base64.b64encode(cells.tobytes()).decode("ascii"),
         "titles": dict(ruleset.titles),
+        "sources": ruleset.sources.to_payload(),
     }
     _write_cache_entry(path, digest, payload)
 
@@ -484,8 +746,10 @@ def load_rules(folder: Traversable | Path | None = None, use_cache: bool = True)
     """
     folder = data_dir("rules") if folder is None else folder
     files = [(file.name, file.read_bytes()) for file in _rule_files(folder)]
+    sources_file = folder / SOURCES_FILE
+    sources_text = sources_file.read_bytes() if sources_file.is_file() else b""
     digest = hashlib.sha256(LOADER_VERSION.encode())
-    for name, content in files:
+    for name, content in [*files, (SOURCES_FILE, sources_text)]:
         digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
     hexdigest = digest.hexdigest()
     cache_path = _cache_path(hexdigest) if use_cache else None
@@ -493,7 +757,8 @@ def load_rules(folder: Traversable | Path | None = None, use_cache: bool = True)
         cached = _read_cache(cache_path, hexdigest)
         if cached is not None:
             return replace(cached, digest=hexdigest)
-    ruleset = replace(_validate_files(files), digest=hexdigest)
+    sources = parse_sources(sources_text.decode("utf-8")) if sources_text else Sources()
+    ruleset = replace(_validate_files(files), digest=hexdigest, sources=sources)
     if cache_path is not None:
         _write_cache(cache_path, hexdigest, ruleset)
     return ruleset

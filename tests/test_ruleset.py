@@ -210,3 +210,69 @@ def test_full_knowledge_base_size(rules):
     stats = rules.stats()
     assert stats["total"] >= 8000
     assert len(stats["families"]) >= 18
+
+
+# ---------------------------------------------------------------- HIP versions, sources.yaml
+
+DATED_ENTRY = GOOD_ENTRY.replace(
+    "    hip: hipMalloc\n",
+    "    hip: hipMalloc\n    hip_added: 6.2.0\n    hip_deprecated: 6.4.0\n    experimental: true\n",
+)
+SOURCES = """schema: portcheck.sources/1
+snapshots:
+- {project: ROCm/HIPIFY, commit: 0123456789abcdef, date: '2025-08-04T23:04:53+02:00', via: a/fork}
+rocm: {oldest: '5.0', newest: '7.0', headers_read: '5.0, 6.2'}
+"""
+
+
+def test_dates_experimental_and_sources_load_and_survive_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("PORTCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    folder = write(tmp_path, "runtime.yaml", HEADER + DATED_ENTRY)
+    write(tmp_path, "sources.yaml", SOURCES)  # beside the families, not one of them
+    for _ in range(2):  # validated, then from the cache
+        rules = load_rules(folder)
+        rule = rules.lookup("cudaMalloc")
+        assert (rule.hip_added, rule.hip_deprecated, rule.experimental) == ("6.2.0", "6.4.0", True)
+        assert str(rules.newest_rocm()) == "7.0" and str(rules.oldest_rocm()) == "5.0"
+        assert rules.sources.snapshots[0]["via"] == "a/fork"
+        assert rules.stats()["sources"]["snapshots"][0]["commit"] == "0123456789abcdef"
+        assert rule.to_dict()["hip_versions"] == {
+            "added": "6.2.0",
+            "deprecated": "6.4.0",
+            "removed": None,
+        }
+    assert len(list((tmp_path / "cache").glob("rules-*.json"))) == 1
+    # sources.yaml is part of what the cache is keyed by
+    write(tmp_path, "sources.yaml", SOURCES.replace("newest: '7.0'", "newest: '7.1'"))
+    assert str(load_rules(folder).newest_rocm()) == "7.1"
+
+
+def test_without_sources_the_newest_release_is_the_newest_date(tmp_path):
+    rules = load_rules(write(tmp_path, "runtime.yaml", HEADER + DATED_ENTRY), use_cache=False)
+    assert str(rules.newest_rocm()) == "6.4" and rules.oldest_rocm() is None
+    assert rules.stats()["sources"] == {
+        "snapshots": [],
+        "rocm": {"oldest": None, "newest": "6.4"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("hip_added: 6.2.0", "hip_added: soon", "key 'hip_added': invalid ROCm version 'soon'"),
+        ("experimental: true", "experimental: maybe", "key 'experimental': must be true or false"),
+    ],
+)
+def test_bad_hip_dates_are_rejected_with_the_entry(tmp_path, old, new, message):
+    write(tmp_path, "runtime.yaml", HEADER + DATED_ENTRY.replace(old, new))
+    with pytest.raises(RuleError, match="entry 0 \\(cuda='cudaMalloc'\\)") as err:
+        load_rules(tmp_path, use_cache=False)
+    assert message in str(err.value)
+
+
+def test_a_bad_sources_file_is_rejected_with_the_key(tmp_path):
+    write(tmp_path, "runtime.yaml", HEADER + GOOD_ENTRY)
+    write(tmp_path, "sources.yaml", SOURCES.replace("newest: '7.0'", "newest: 'seven'"))
+    with pytest.raises(RuleError) as err:
+        load_rules(tmp_path, use_cache=False)
+    assert "sources.yaml: key 'rocm.newest': invalid ROCm version 'seven'" in str(err.value)
