@@ -75,6 +75,7 @@ def built(tmp_path_factory: pytest.TempPathFactory):
         shas[name] = _make_tagged_repo(FIXTURES / name, tmp / name)
     out = tmp / "rules"
     cmd = [sys.executable, str(SCRIPT), "--seed-only", "--seeds", str(FIXTURES / "seeds.txt")]
+    cmd += ["--hipify-via", "someone/HIPIFY-fork"]  # as for a fork carrying newer history
     for name in REPOS + TAGGED_REPOS:
         cmd += [f"--{name}", str(tmp / name)]
     cmd += ["--out", str(out)]
@@ -101,6 +102,7 @@ def test_every_seed_becomes_a_valid_entry(built):
         "device.yaml",
         "cublas.yaml",
         "headers.yaml",
+        "sources.yaml",  # the snapshots read, not a family
     }
     for rule in rules:
         assert set(rule.source) == {"hip", "zluda", "scale"}
@@ -110,7 +112,10 @@ def test_every_seed_becomes_a_valid_entry(built):
 def test_header_records_the_regeneration_command_and_commits(built):
     out, shas, _rules = built
     head = (out / "runtime.yaml").read_text().splitlines()[:3]
-    assert head[1].startswith("# Regenerate: python tools/build_rules.py --hipify <ROCm/HIPIFY>")
+    # the fixture build names a fork that carries HIPIFY's history (--hipify-via)
+    assert head[1].startswith(
+        "# Regenerate: python tools/build_rules.py --hipify <someone/HIPIFY-fork>"
+    )
     assert "--seed-only" in head[1]
     assert "--hip-clr <ROCm/clr>" in head[1]
     for name in REPOS:
@@ -310,3 +315,64 @@ def test_releases_are_the_first_of_each_minor_and_the_newest():
     hip_headers = _lexer()
     tags = {"rocm-4.5.0", "rocm-5.0.0", "rocm-5.0.2", "rocm-6.2.0", "rocm-6.2.2", "rocm-test"}
     assert hip_headers.select_releases(tags) == ["rocm-5.0.0", "rocm-6.2.0", "rocm-6.2.2"]
+
+
+# ---------------------------------------------------------------- HIP versions
+# The fixture's HIPIFY runtime table dates made-up hipWidget* calls; its HIP headers
+# (hip-public/rocm-6.1.0 and rocm-6.2.0, include/hip/hip_runtime_api.h) declare some of them.
+
+
+def test_hipify_dates_are_kept_when_the_headers_agree(built):
+    _out, _shas, rules = built
+    malloc_async = rules.lookup("cudaMallocAsync")  # HIPIFY 6.2.0; headers: 6.2.0, not 6.1.0
+    assert malloc_async.hip_added == "6.2.0"
+    assert malloc_async.notes is None
+    malloc = rules.lookup("cudaMalloc")  # HIPIFY 1.5.0 (HIP 1.x: before any ROCm release)
+    assert malloc.hip_added is None
+    preview = rules.lookup("cudaWidgetPreview")  # 6.4.0: newer than any header read
+    assert preview.hip_added == "6.4.0" and preview.experimental
+    assert preview.status.hip is Status.PARTIAL
+
+
+def test_headers_at_the_release_tags_win_over_hipifys_added_version(built):
+    _out, _shas, rules = built
+    launch = rules.lookup("cudaWidgetLaunch")  # HIPIFY 6.2.0, but declared at rocm-6.1.0
+    assert launch.hip_added is None
+    assert "already declare it at rocm-6.1.0; the headers win" in launch.notes
+    query = rules.lookup("cudaWidgetQuery")  # HIPIFY 1.6.0, but first declared at rocm-6.2.0
+    assert query.hip_added == "6.2.0"
+    assert "dates hipWidgetQuery to HIP 1.6.0" in query.notes
+    assert "first declare it at rocm-6.2.0 (not at rocm-6.1.0)" in query.notes
+
+
+def test_removed_versions_and_the_headers_check_of_them(built):
+    _out, _shas, rules = built
+    bind = rules.lookup("cudaWidgetBind")  # HIPIFY: removed 6.2.0; gone from 6.2.0's header
+    assert (bind.hip_added, bind.hip_removed) == ("5.0.0", "6.2.0")
+    assert bind.status.hip is Status.UNSUPPORTED
+    assert "removed in ROCm 6.2" in bind.notes
+    unbind = rules.lookup("cudaWidgetUnbind")  # HIPIFY: removed 6.2.0; still declared there
+    assert unbind.hip_removed is None and unbind.status.hip is Status.SUPPORTED
+    assert "still declare it; the headers win" in unbind.notes
+
+
+def test_a_hip_1x_deprecation_is_recorded_as_rocm_2_8(built):
+    _out, _shas, rules = built
+    alloc = rules.lookup("cudaWidgetAlloc")  # HIPIFY: deprecated in HIP 1.9.0
+    assert alloc.hip_deprecated == "2.8.0"
+    assert alloc.status.hip is Status.SUPPORTED  # deprecated still builds and runs
+    assert "deprecated in ROCm 2.8" in alloc.notes
+
+
+def test_sources_file_records_every_snapshot_and_the_releases(built):
+    out, shas, rules = built
+    snapshots = {s["project"]: s for s in rules.sources.snapshots}
+    assert snapshots["ROCm/HIPIFY"]["commit"] == shas["hipify"]
+    assert snapshots["ROCm/HIPIFY"]["via"] == "someone/HIPIFY-fork"
+    assert snapshots["vosen/ZLUDA"]["commit"] == shas["zluda"]
+    assert snapshots["ROCm/clr"]["tags"] == "rocm-6.1.0, rocm-6.2.0"
+    assert all(s["date"] for s in snapshots.values())
+    assert str(rules.oldest_rocm()) == "6.1"
+    assert str(rules.newest_rocm()) == "6.4"  # HIP_LATEST of the fixture's src/Statistics.h
+    head = (out / "runtime.yaml").read_text().splitlines()[1]
+    assert "--hipify <someone/HIPIFY-fork>" in head and "--hipify-via someone/HIPIFY-fork" in head

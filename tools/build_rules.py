@@ -3,10 +3,11 @@
 
 This script owns the whole rule-building pipeline and nothing else:
 
-* **Reading sources** straight out of bare git repositories (``git show HEAD:path``):
-  - HIPIFY (ROCm/HIPIFY): the CUDA->HIP tables in ``docs/tables/*.md`` (names, HIP
-    equivalents, CUDA/HIP added/deprecated/removed/experimental versions) and the
-    ``src/CUDA2HIP_*.cpp`` maps (which tell a type from an enum value from a macro);
+* **Reading sources** straight out of bare git repositories (``git show REF:path``):
+  - HIPIFY (ROCm/HIPIFY): the CUDA->HIP tables in ``docs/reference/tables/*.md`` (before
+    2025 ``docs/tables/``: names, HIP equivalents, CUDA/HIP added/deprecated/removed/
+    experimental versions), the ``src/CUDA2HIP_*.cpp`` maps (which tell a type from an enum
+    value from a macro) and ``src/Statistics.h`` (HIP_LATEST, the newest HIP it knows);
   - ZLUDA (vosen/ZLUDA): the ``implemented`` lists in ``zluda/src/lib.rs`` and in the
     replacement-library crates (zluda_blas, zluda_blaslt, zluda_sparse, zluda_fft,
     zluda_dnn), the PTX instructions its parser accepts (``ptx_parser/src/lib.rs``) and
@@ -25,6 +26,14 @@ This script owns the whole rule-building pipeline and nothing else:
     first release declaring it is its ``hip_added`` (none when the oldest release read, 5.0,
     has it). A name that vanished from the headers is left to the other sources (ROCm 6.0
     moved device math into the compiler's headers, so a removal cannot be told from a move).
+* **Dating** every HIP equivalent: ``hip_added`` / ``hip_deprecated`` / ``hip_removed``
+  (ROCm releases) and ``experimental`` from HIPIFY's HIP columns, checked against the
+  headers at the release tags for every name they declare (runtime, driver and device
+  alike); where the two disagree the headers win and the entry's notes say so
+  (RuleBuilder.reconcile_with_headers; the HIP-to-ROCm version mapping is explained
+  above ``rocm_release``). A removed HIP equivalent makes the verdict `unsupported`, an
+  experimental one `partial`: the family files hold the newest release's statuses, and
+  portcheck.rocm derives an older release's from the dates.
 * **Combining** them with curated facts kept beside this script in tools/:
   - ``seed_names.txt``: a curated subset of names, emitted instead of everything with
     ``--seed-only`` (handy for a quick, reviewable build);
@@ -35,7 +44,10 @@ This script owns the whole rule-building pipeline and nothing else:
     defaults and per-name rules) and the per-name overrides, each with a citation or an
     ``inferred:`` reason.
 * **Writing** one ``<family>.yaml`` per family in the ``portcheck.rules/1`` schema. Every
-  family file starts with the command that regenerates it and the commits it was built from.
+  family file starts with the command that regenerates it and the commits it was built from;
+  ``sources.yaml`` lists every snapshot read (project, commit, commit date, the fork that
+  carried it, the release tags read) and the ROCm releases the dates cover
+  (``portcheck rules stats`` shows it).
 
 By default every name the sources know is emitted (all HIPIFY table rows and include-map
 headers plus the curated entries): the full knowledge base.
@@ -43,26 +55,35 @@ headers plus the curated entries): the full knowledge base.
 Usage::
 
     python tools/build_rules.py --hipify DIR --zluda DIR --scale-docs DIR --out rules/ \
-        [--scale-wrappers DIR] [--hip-clr DIR] [--hip-hipamd DIR] [--hip-public DIR] \
-        [--seed-only]
+        [--hipify-ref COMMIT] [--hipify-via OWNER/NAME] [--scale-wrappers DIR] \
+        [--hip-clr DIR] [--hip-hipamd DIR] [--hip-public DIR] [--seed-only]
 
-Each DIR is a git repository (bare is fine) read at HEAD, except the --hip-* ones, read at
-their ``rocm-X.Y.Z`` tags; the commit of every repository (and every tag) read ends up in
-the header and the `sources` of the family files. Without ``--scale-wrappers``, SCALE's
-per-function verdicts for cuBLAS/cuRAND/cuSPARSE/cuSOLVER fall back to the family defaults
-in target_facts.yaml (mostly `unknown`).
+Each DIR is a git repository (bare is fine) read at HEAD (HIPIFY: at --hipify-ref), except
+the --hip-* ones, read at their ``rocm-X.Y.Z`` tags; the commit of every repository (and
+every tag) read ends up in the header and the `sources` of the family files, and in
+sources.yaml. --hipify-via names the fork whose mirror --hipify is, when only a fork carries
+upstream history newer than ROCm/HIPIFY's own stored snapshot. Without ``--scale-wrappers``,
+SCALE's per-function verdicts for cuBLAS/cuRAND/cuSPARSE/cuSOLVER fall back to the family
+defaults in target_facts.yaml (mostly `unknown`).
 
 The committed rules/ were generated with exactly this command, from the repository root,
-with the upstream repositories mirrored as bare clones under /work/.mirror/<owner>+<name>/repo
-(ROCm/HIPIFY 014177bc2e43, vosen/ZLUDA 8a7931be87d7, spectral-compute/scale-docs
-f20700f5f55e, spectral-compute/scale-library-wrappers df393c4d3fc8; HIP headers at
-rocm-5.0.0 to rocm-5.5.0 from ROCm/hipamd, rocm-5.6.0 to rocm-6.2.2 from ROCm/clr, all with
-ROCm/HIP: the first tag of each minor release plus the newest, 12 in all, each tag's commit
-listed in the files' ``from:`` line. These clr/HIP snapshots (HEAD f9f995c6d0ae, c5e11fcac824)
-end at rocm-6.2.2; ROCm 6.3 and later are not in them)::
+with the upstream repositories mirrored as bare clones under /work/.mirror/<owner>+<name>/repo.
+HIPIFY is ROCm/HIPIFY 0cd7efafdfe9 (2025-08-04, "Merge pull request #2053", its newest
+upstream commit stored anywhere here): ROCm/HIPIFY's own stored snapshot ends at 014177bc2e43
+(2024-10-24), so it is read from the fork vjelic/HIPIFY-glog-fork, whose amd-develop branch
+carries upstream's history and adds only CI/workflow commits after 0cd7efaf. The others:
+vosen/ZLUDA 8a7931be87d7, spectral-compute/scale-docs f20700f5f55e,
+spectral-compute/scale-library-wrappers df393c4d3fc8 (each its newest stored snapshot); HIP
+headers at rocm-5.0.0 to rocm-5.5.0 from ROCm/hipamd, rocm-5.6.0 to rocm-6.2.2 from ROCm/clr,
+all with ROCm/HIP: the first tag of each minor release plus the newest, 12 in all, each tag's
+commit listed in the files' ``from:`` line. These clr/HIP snapshots (HEAD f9f995c6d0ae,
+c5e11fcac824) end at rocm-6.2.2 (no fork with later tags was found): dates after 6.2.2 rest
+on HIPIFY alone::
 
     M=/work/.mirror
-    python tools/build_rules.py --hipify $M/ROCm+HIPIFY/repo --zluda $M/vosen+ZLUDA/repo \
+    python tools/build_rules.py --hipify $M/vjelic+HIPIFY-glog-fork/repo \
+        --hipify-ref 0cd7efafdfe9d69211d23064b9af5c55361a2ed0 \
+        --hipify-via vjelic/HIPIFY-glog-fork --zluda $M/vosen+ZLUDA/repo \
         --scale-docs $M/spectral-compute+scale-docs/repo \
         --scale-wrappers $M/spectral-compute+scale-library-wrappers/repo \
         --hip-clr $M/ROCm+clr/repo --hip-hipamd $M/ROCm+hipamd/repo \
@@ -105,6 +126,7 @@ FAMILY_TITLES = {
     "cusparse": "cuSPARSE",
     "cusolver": "cuSOLVER (dense)",
     "cudnn": "cuDNN",
+    "cutensor": "cuTENSOR",
     "nccl": "NCCL",
     "nvtx": "NVTX",
     "thrust": "Thrust",
@@ -115,7 +137,11 @@ FAMILY_TITLES = {
     "headers": "CUDA headers",
 }
 
-# HIPIFY tables (docs/tables/<file>) and the families whose names they hold.
+# HIPIFY tables and the families whose names they hold. The tables live in docs/tables/
+# (before 2025) or docs/reference/tables/ (HIPIFY_TABLE_DIRS); the cuDNN table is the
+# HIP+MIOpen one while HIPIFY documented hipDNN, the MIOpen-only one since it dropped
+# hipDNN from its default output (2025-07): the first of HIPIFY_TABLE_ALTERNATIVES present.
+HIPIFY_TABLE_DIRS = ("docs/reference/tables/", "docs/tables/")
 HIPIFY_TABLES = {
     "runtime": "CUDA_Runtime_API_functions_supported_by_HIP.md",
     "driver": "CUDA_Driver_API_functions_supported_by_HIP.md",
@@ -129,7 +155,9 @@ HIPIFY_TABLES = {
     "dnn": "CUDNN_API_supported_by_HIP_and_MIOPEN.md",
     "cub": "CUB_API_supported_by_HIP.md",
     "rtc": "CUDA_RTC_API_supported_by_HIP.md",
+    "tensor": "CUTENSOR_API_supported_by_HIP.md",
 }
+HIPIFY_TABLE_ALTERNATIVES = {"dnn": ("CUDNN_API_supported_by_MIOPEN.md",)}
 FAMILY_TABLES = {
     "runtime": ["runtime"],
     "driver": ["driver"],
@@ -143,6 +171,7 @@ FAMILY_TABLES = {
     "cudnn": ["dnn"],
     "cub": ["cub"],
     "nvrtc": ["rtc"],
+    "cutensor": ["tensor"],
 }
 # Which family a whole table feeds in --all mode (cuBLASLt is split off by section).
 TABLE_FAMILY = {
@@ -158,6 +187,7 @@ TABLE_FAMILY = {
     "dnn": "cudnn",
     "cub": "cub",
     "rtc": "nvrtc",
+    "tensor": "cutensor",
 }
 # For cuDNN the HIP column is the archived hipDNN; the MIOpen column is the ROCm route.
 USE_ROC_COLUMN = {"dnn"}
@@ -175,19 +205,24 @@ HIPIFY_KIND_BY_CONV = {
 
 
 class GitRepo:
-    """Read-only access to one bare git repository at HEAD."""
+    """Read-only access to one git repository (bare is fine) at one commit.
 
-    def __init__(self, path: str | Path, project: str):
+    `ref` is HEAD unless a newer upstream commit is only carried by a fork's mirror; then
+    `via` names that fork (owner/name) and `ref` the upstream commit read from it."""
+
+    def __init__(self, path: str | Path, project: str, ref: str = "HEAD", via: str | None = None):
         self.path = str(path)
         self.project = project
-        self.ref = self._git("rev-parse", "HEAD").strip()
+        self.via = via
+        self.ref = self._git("rev-parse", f"{ref}^{{commit}}").strip()
+        self.date = self._git("show", "-s", "--format=%cI", self.ref).strip()
         self._listing: list[str] | None = None
 
     def _git(self, *args: str) -> str:
         return git(self.path, *args)
 
     def show(self, path: str) -> str:
-        return self._git("show", f"HEAD:{path}")
+        return self._git("show", f"{self.ref}:{path}")
 
     def show_if_present(self, path: str) -> str:
         """The file's text, or "" with a warning when this commit has no such file (a
@@ -202,11 +237,19 @@ class GitRepo:
 
     def files(self) -> list[str]:
         if self._listing is None:
-            self._listing = self._git("ls-tree", "-r", "--name-only", "HEAD").splitlines()
+            self._listing = self._git("ls-tree", "-r", "--name-only", self.ref).splitlines()
         return self._listing
 
     def source(self, path: str) -> dict[str, str]:
         return {"project": self.project, "ref": self.ref, "path": path}
+
+    def snapshot(self) -> dict[str, str]:
+        """What was read, for rules/sources.yaml: project, commit, commit date (and the
+        fork whose mirror carried that commit)."""
+        found = {"project": self.project, "commit": self.ref, "date": self.date}
+        if self.via:
+            found["via"] = self.via
+        return found
 
 
 # --------------------------------------------------------------------------- HIPIFY
@@ -234,6 +277,8 @@ class HipifyData:
     # CUDA name -> the HIP spelling HIPIFY's src maps give it, also for entries the maps
     # flag UNSUPPORTED (the tables then show no HIP name): __nv_bfloat162 -> __hip_bfloat162
     map_spellings: dict[str, str] = field(default_factory=dict)
+    table_paths: dict[str, str] = field(default_factory=dict)  # table key -> path read
+    hip_latest: str | None = None  # HIP_LATEST of src/Statistics.h: the newest release it knows
 
     def find(self, family: str, name: str) -> HipifyRow | None:
         """The row for `name`, preferring the tables of its family; names HIPIFY files
@@ -248,7 +293,38 @@ class HipifyData:
         return None
 
     def table_path(self, table: str) -> str:
-        return f"docs/tables/{HIPIFY_TABLES[table]}"
+        return self.table_paths.get(table, f"docs/tables/{HIPIFY_TABLES[table]}")
+
+    @property
+    def hipdnn_dropped(self) -> bool:
+        """HIPIFY no longer emits hipDNN by default (July 2025, commit 3f17bacd): its
+        cuDNN table is the MIOpen-only one; MIOpen needs --miopen, hipDNN --hipdnn."""
+        return self.table_path("dnn").endswith(HIPIFY_TABLE_ALTERNATIVES["dnn"][0])
+
+
+def find_hipify_table(repo: GitRepo, table: str) -> str:
+    """The path of one table in this snapshot (the first candidate when none exists, so
+    the warning names what was looked for)."""
+    names = (HIPIFY_TABLES[table], *HIPIFY_TABLE_ALTERNATIVES.get(table, ()))
+    candidates = [directory + name for name in names for directory in HIPIFY_TABLE_DIRS]
+    present = [path for path in candidates if repo.exists(path)]
+    return present[0] if present else f"docs/tables/{names[0]}"
+
+
+HIPIFY_VERSIONS = "src/Statistics.h"
+_HIP_LATEST = re.compile(r"\bHIP_LATEST\s*=\s*HIP_(\d+)")
+
+
+def parse_hip_latest(text: str) -> str | None:
+    """`HIP_LATEST = HIP_7000` -> "7.0.0": the newest HIP release HIPIFY's versions know
+    (HIP_<major><minor:2><patch>, e.g. HIP_6020 = 6.2.0, HIP_6002 = 6.0.2)."""
+    match = _HIP_LATEST.search(text)
+    return hip_enum_version(match.group(1)) if match else None
+
+
+def hip_enum_version(digits: str) -> str:
+    number = int(digits)
+    return f"{number // 1000}.{number // 10 % 100}.{number % 10}"
 
 
 def _table_cells(line: str) -> list[str]:
@@ -327,11 +403,10 @@ def parse_hipify_includes(text: str) -> dict[str, tuple[str, str]]:
 
 
 def load_hipify(repo: GitRepo) -> HipifyData:
+    paths = {table: find_hipify_table(repo, table) for table in HIPIFY_TABLES}
     rows = {
-        table: parse_hipify_table(
-            repo.show_if_present(f"docs/tables/{file}"), table, table in USE_ROC_COLUMN
-        )
-        for table, file in HIPIFY_TABLES.items()
+        table: parse_hipify_table(repo.show_if_present(path), table, table in USE_ROC_COLUMN)
+        for table, path in paths.items()
     }
     kinds, hipdnn, spellings = parse_hipify_maps(repo)
     includes = parse_hipify_includes(repo.show(HIPIFY_INCLUDE_MAP))
@@ -342,6 +417,8 @@ def load_hipify(repo: GitRepo) -> HipifyData:
         hipdnn_names=hipdnn,
         includes=includes,
         map_spellings=spellings,
+        table_paths=paths,
+        hip_latest=parse_hip_latest(repo.show_if_present(HIPIFY_VERSIONS)),
     )
 
 
@@ -693,6 +770,62 @@ def load_yaml(path: Path) -> dict[str, Any]:
     return yaml.safe_load(path.read_text("utf-8")) or {}
 
 
+# --------------------------------------------------------------------------- HIP versions
+#
+# HIPIFY's tables give HIP versions (A/D/R, and E for experimental). From ROCm 2.8 on HIP's
+# version is the ROCm release's: HIP's own bin/hipconfig (ROCm/HIP) names base version 2.8
+# at tag roc-2.8.0, 2.10 at roc-2.10.0, 3.x at roc-3.x / rocm-3.x, and so on; HIPIFY's
+# `hipVersions` enum (src/Statistics.h) is the one scale for the HIP, ROC and MIOpen
+# columns alike (HIP_6020 = 6.2.0). Versions from 2.0 on are therefore kept as the ROCm
+# release that shipped them. HIP 1.x is HIP's own numbering from before it followed ROCm:
+# hipconfig says 1.5 at every tag from roc-1.7.1 to roc-2.7.2 and 2.8 at roc-2.8.0, so
+# 1.6-1.9 name no release, and what HIPIFY dates to them reached ROCm by 2.8 at the latest.
+# HIPIFY also uses 1.5/1.6 as the floor for APIs much older than that (hipMalloc: 1.5.0),
+# so a HIP 1.x *added* version is recorded as none (present in every release portcheck
+# tells apart, 5.0 on), and a HIP 1.x deprecation or removal as ROCm 2.8.0.
+HIP_1X_RELEASE = "2.8.0"
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def rocm_release(hip_version: str | None, *, added: bool = False) -> str | None:
+    """HIPIFY's HIP version as the ROCm release that shipped it (HIP 1.x: see above)."""
+    if not hip_version:
+        return None
+    if version_key(hip_version)[0] < 2:
+        return None if added else HIP_1X_RELEASE
+    return hip_version
+
+
+def short_release(version: str) -> str:
+    """6.2.0 -> 6.2; 6.0.2 stays."""
+    return version.removesuffix(".0") if version.count(".") == 2 else version
+
+
+def dated_between(version: str | None, after: str | None, upto: str) -> bool:
+    """True when a release `version` (None: before every release read) lies after the
+    release `after` (None: no lower bound) and at or before `upto`."""
+    if version is None:
+        return after is None
+    key = version_key(version)
+    return (after is None or version_key(after) < key) and key <= version_key(upto)
+
+
+def _release_before(releases: list[str], release: str) -> str | None:
+    index = releases.index(release)
+    return releases[index - 1] if index else None
+
+
+@dataclass
+class HipDates:
+    added: str | None
+    deprecated: str | None
+    removed: str | None
+    hipify_added: str | None  # the added version as HIPIFY's table gives it (HIP 1.x too)
+
+
 # --------------------------------------------------------------------------- resolution
 
 
@@ -716,6 +849,7 @@ class Entry:
     hip_added: str | None = None
     hip_deprecated: str | None = None
     hip_removed: str | None = None
+    hip_experimental: bool = False
     notes: list[str] = field(default_factory=list)
 
 
@@ -816,9 +950,11 @@ class RuleBuilder:
             if manual.get(key):
                 setattr(entry, key, str(manual[key]))
         entry.hip, entry.verdicts["hip"] = self.resolve_hip(family, name, row, manual, override)
+        curated = bool(manual.get("hip") or override.get("hip"))
         if family in HEADER_FAMILIES and self.headers is not None:
-            curated = bool(manual.get("hip") or override.get("hip"))
             self.apply_hip_headers(entry, row, curated)
+        if entry.hip is not None:
+            self.date_hip_versions(entry, row, curated)
         entry.verdicts["zluda"] = self.resolve_zluda(family, name, kind, manual)
         entry.verdicts["scale"] = self.resolve_scale(family, name, kind, manual)
         for body in (manual, override):
@@ -978,8 +1114,6 @@ class RuleBuilder:
             # headers (which declare it). Without those headers a removal cannot be told
             # from a move, so a vanished name is left to the other sources.
             return
-        entry.hip_added = history.added
-        entry.hip_deprecated = history.deprecated
         if curated:
             if verdict.status in ("unsupported", "unknown"):
                 self.header_conflicts.append(
@@ -1009,36 +1143,140 @@ class RuleBuilder:
                 f"HIP declares {spelling} only in {where.path.rsplit('/', 1)[-1]}, for "
                 "__hip_bfloat16 operands; the __half overload of cuda_fp16.h is missing"
             )
-        if row is not None and spelling == row.hip and row.hip_versions.get("E"):
-            status = "partial"
-            notes.append(f"HIP equivalent is experimental (since {row.hip_versions['E']})")
-        if row is not None and spelling == row.hip and row.hip_versions.get("D"):
-            notes.append(f"HIP equivalent deprecated in {row.hip_versions['D']}")
-        hipify_says = None
         if row is None or row.hip is None:
-            hipify_says = "it has no HIP equivalent"
-        elif row.hip_versions.get("R"):
-            hipify_says = f"it was removed from HIP in {row.hip_versions['R']}"
-        if hipify_says:
             notes.append(
-                f"HIPIFY's table says {hipify_says}, but HIP's headers at {where.tag} declare "
-                f"{spelling}; the headers win"
+                f"HIPIFY's table says it has no HIP equivalent, but HIP's headers at "
+                f"{where.tag} declare {spelling}; the headers win"
             )
         entry.hip = spelling
         entry.verdicts["hip"] = Verdict(
             status, self._header_source(entry.family, where), "; ".join(notes) or None
         )
 
+    # ---- HIP versions
+
+    def date_hip_versions(self, entry: Entry, row: HipifyRow | None, curated: bool) -> None:
+        """The ROCm releases that added, deprecated and removed `entry.hip`, and whether
+        HIPIFY marks it experimental, from HIPIFY's table (when the table's HIP name is
+        the entry's); where HIP's headers at the release tags disagree, the headers win and
+        the note says so (reconcile_with_headers). An uncurated verdict follows: removed
+        -> unsupported, experimental -> partial; deprecated only adds a note (the name
+        still builds and runs). Curated verdicts keep their status; they get the dates."""
+        assert entry.hip is not None
+        hipify = row.hip_versions if row is not None and row.hip == entry.hip else {}
+        dates = HipDates(
+            added=rocm_release(hipify.get("A"), added=True),
+            deprecated=rocm_release(hipify.get("D")),
+            removed=rocm_release(hipify.get("R")),
+            hipify_added=hipify.get("A"),
+        )
+        notes: list[str] = []
+        if self.headers is not None:
+            dates = self.reconcile_with_headers(entry.hip, dates, notes)
+        entry.hip_added = dates.added
+        entry.hip_deprecated = dates.deprecated
+        entry.hip_removed = dates.removed
+        entry.hip_experimental = bool(hipify.get("E"))
+        verdict = entry.verdicts["hip"]
+        status = verdict.status
+        if not curated:
+            if dates.removed:
+                status = "unsupported"
+                notes.append(f"removed in ROCm {short_release(dates.removed)}")
+            elif entry.hip_experimental and status == "supported":
+                status = "partial"
+        if entry.hip_experimental:
+            notes.append(f"HIPIFY marks {entry.hip} experimental (HIP {hipify['E']})")
+        if dates.deprecated and not dates.removed:
+            notes.append(f"deprecated in ROCm {short_release(dates.deprecated)}")
+        if notes or status != verdict.status:
+            note = "; ".join(n for n in (verdict.note, *notes) if n) or None
+            entry.verdicts["hip"] = Verdict(status, verdict.source, note)
+
+    def reconcile_with_headers(self, spelling: str, dates: HipDates, notes: list[str]) -> HipDates:
+        """Check HIPIFY's dates for `spelling` against the releases whose headers were
+        read (the first of each minor release from 5.0, and the newest). Headers decide
+        when they declare the name: HIPIFY's added version must fall after the last release
+        read without it and at or before the first with it; a name HIPIFY calls removed
+        must be gone from the headers of that release. A name the headers never declare
+        is left to HIPIFY (its header may not be among those read), and so is one that
+        vanished without HIPIFY calling it removed (ROCm 6.0 moved device math into the
+        compiler's own headers: a move, not a removal)."""
+        assert self.headers is not None
+        releases = [r.version for r in self.headers.releases]
+        present = [r.version for r in self.headers.releases if spelling in r.declared]
+        if not present:
+            return dates
+        first = releases.index(present[0])
+        header_added = None if first == 0 else releases[first]
+        before = releases[first - 1] if first else None
+        added, deprecated, removed = dates.added, dates.deprecated, dates.removed
+        if not dates.hipify_added:
+            added = header_added
+        elif not dated_between(dates.added, before, releases[first]):
+            seen = (
+                f"first declare it at rocm-{releases[first]} (not at rocm-{before})"
+                if before
+                else f"already declare it at rocm-{releases[0]}"
+            )
+            notes.append(
+                f"HIPIFY's table dates {spelling} to HIP {dates.hipify_added}, but HIP's "
+                f"headers {seen}; the headers win"
+            )
+            added = header_added
+        newest = releases[-1]
+        if removed and version_key(removed) <= version_key(newest):
+            if newest in present:
+                notes.append(
+                    f"HIPIFY's table says {spelling} was removed in HIP {removed}, but HIP's "
+                    f"headers at rocm-{newest} still declare it; the headers win"
+                )
+                removed = None
+            else:
+                last = releases.index(present[-1])
+                gone = releases[last + 1]
+                if not dated_between(removed, releases[last], gone):
+                    notes.append(
+                        f"HIPIFY's table says {spelling} was removed in HIP {removed}, but "
+                        f"HIP's headers last declare it at rocm-{releases[last]} and no longer "
+                        f"at rocm-{gone}; the headers win"
+                    )
+                    removed = gone
+        marked = self._header_deprecation(spelling)
+        if marked is not None and (
+            deprecated is None
+            or not dated_between(deprecated, _release_before(releases, marked), marked)
+        ):
+            said = f"deprecates it in HIP {deprecated}" if deprecated else "does not deprecate it"
+            notes.append(
+                f"HIPIFY's table {said}, but HIP's headers mark {spelling} deprecated from "
+                f"rocm-{marked}; the headers win"
+            )
+            deprecated = marked
+        return HipDates(added, deprecated, removed, dates.hipify_added)
+
+    def _header_deprecation(self, spelling: str) -> str | None:
+        """The first release read whose every declaration of `spelling` is marked
+        deprecated (a header with no such mark is silent, not a contradiction)."""
+        assert self.headers is not None
+        for release in self.headers.releases:
+            wheres = release.declared.get(spelling)
+            if wheres and all(w.deprecated for w in wheres):
+                return release.version
+        return None
+
     def _hip_header(self, family: str, name: str) -> tuple[str | None, Verdict]:
         hip, roc = self.hipify.includes[name]
         source = self._src(family, "hipify_include", self.hipify.repo.source(HIPIFY_INCLUDE_MAP))
         if name == "cudnn.h" and roc:
-            return roc, Verdict(
-                "supported",
-                source,
-                f"HIPIFY's default target is {hip} (hipDNN); "
-                "with --roc it emits the MIOpen header given here",
+            note = (
+                f"HIPIFY emits the MIOpen header given here with --miopen, {hip} (hipDNN) "
+                "with --hipdnn"
+                if self.hipify.hipdnn_dropped
+                else f"HIPIFY's default target is {hip} (hipDNN); "
+                "with --roc it emits the MIOpen header given here"
             )
+            return roc, Verdict("supported", source, note)
         if not hip:
             return None, Verdict(
                 "supported", source, "not needed under HIP; HIPIFY drops the include"
@@ -1054,22 +1292,19 @@ class RuleBuilder:
         notes = []
         if row.table == "dnn":
             default = self.hipify.hipdnn_names.get(name)
-            if default:
+            if default and self.hipify.hipdnn_dropped:
+                notes.append(
+                    "HIPIFY translates cuDNN to MIOpen (given here) with --miopen; its hipDNN "
+                    f"mapping ({default}) needs --hipdnn"
+                )
+            elif default:
                 notes.append(
                     f"HIPIFY's default cuDNN target is hipDNN ({default}); "
                     "the MIOpen mapping (hipify-clang --roc) is given here"
                 )
         if row.hip is None:
             return None, Verdict("unsupported", source, "; ".join(notes) or None)
-        versions = row.hip_versions
-        if versions.get("R"):
-            notes.append(f"removed from HIP in {versions['R']}")
-            return row.hip, Verdict("unsupported", source, "; ".join(notes))
-        if versions.get("E"):
-            notes.append(f"HIP equivalent is experimental (since {versions['E']})")
-            return row.hip, Verdict("partial", source, "; ".join(notes))
-        if versions.get("D"):
-            notes.append(f"HIP equivalent deprecated in {versions['D']}")
+        # removed / experimental / deprecated: see date_hip_versions
         return row.hip, Verdict("supported", source, "; ".join(notes) or None)
 
     # ---- ZLUDA
@@ -1369,6 +1604,8 @@ def entry_document(entry: Entry) -> dict[str, Any]:
         value = getattr(entry, key)
         if value:
             doc[key] = str(value)
+    if entry.hip_experimental:
+        doc["experimental"] = True
     notes = list(entry.notes)
     for target in TARGETS:
         note = entry.verdicts[target].note
@@ -1386,7 +1623,12 @@ def regeneration_command(args: argparse.Namespace) -> str:
     parts = ["python tools/build_rules.py"]
     for option, project in REPOSITORY_OPTIONS + HEADER_OPTIONS:
         if getattr(args, option.replace("-", "_")) is not None:
-            parts.append(f"--{option} <{project}>")
+            via = args.hipify_via if option == "hipify" else None
+            parts.append(f"--{option} <{via or project}>")
+            if option == "hipify" and args.hipify_ref != "HEAD":
+                parts.append(f"--hipify-ref {args.hipify_ref}")
+            if option == "hipify" and args.hipify_via:
+                parts.append(f"--hipify-via {args.hipify_via}")
     parts.append("--out rules")
     if args.seed_only:
         parts.append("--seed-only")
@@ -1425,6 +1667,51 @@ def write_family(
         f"# from: {inputs}\n"
     )
     path = out_dir / f"{family}.yaml"
+    path.write_text(header + text, "utf-8")
+    return path
+
+
+SOURCES_SCHEMA = "portcheck.sources/1"
+
+
+def write_sources(
+    out_dir: Path,
+    command: str,
+    repos: list[GitRepo],
+    header_repos: list[TaggedRepo],
+    headers: HipHeaders | None,
+    hipify: HipifyData,
+) -> Path:
+    """rules/sources.yaml: the snapshot (commit and commit date) of every repository the
+    rule set was built from, and the ROCm releases its HIP dates cover: from the oldest
+    release whose headers were read (dates before it are not told apart) to the newest
+    HIP release HIPIFY's version table knows (HIP_LATEST)."""
+    snapshots = [repo.snapshot() for repo in repos]
+    for repo in header_repos:
+        snapshot = repo.snapshot()
+        if headers is not None:
+            tags = [r.tag for r in headers.releases if repo.project in r.repos]
+            snapshot["tags"] = ", ".join(tags)
+        snapshots.append(snapshot)
+    releases = [r.version for r in headers.releases] if headers else []
+    newest = max([hipify.hip_latest or "0.0.0", *releases], key=version_key)
+    document = {
+        "schema": SOURCES_SCHEMA,
+        "snapshots": [FlowMap(s) for s in snapshots],
+        "rocm": FlowMap(
+            {
+                "oldest": short_release(releases[0]) if releases else None,
+                "newest": short_release(newest),
+                "headers_read": ", ".join(short_release(r) for r in releases),
+            }
+        ),
+    }
+    text = yaml.dump(document, Dumper=RuleDumper, sort_keys=False, width=4096)
+    header = (
+        "# Generated by tools/build_rules.py: the upstream snapshots rules/*.yaml were built\n"
+        f"# from. Regenerate: {command}\n"
+    )
+    path = out_dir / "sources.yaml"
     path.write_text(header + text, "utf-8")
     return path
 
@@ -1496,6 +1783,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(
             f"--{option}", help=f"git repo of {project}, read at its rocm-* release tags"
         )
+    parser.add_argument(
+        "--hipify-ref",
+        default="HEAD",
+        help="the HIPIFY commit to read (default HEAD), e.g. upstream's newest commit in a fork",
+    )
+    parser.add_argument(
+        "--hipify-via",
+        metavar="OWNER/NAME",
+        help="the fork whose mirror --hipify is, when it carries newer upstream history "
+        "than ROCm/HIPIFY's own snapshot (recorded in rules/sources.yaml)",
+    )
     parser.add_argument("--out", required=True, help="output directory (rules/)")
     parser.add_argument("--seeds", default=str(TOOLS_DIR / "seed_names.txt"))
     parser.add_argument(
@@ -1511,7 +1809,11 @@ def main(argv: list[str] | None = None) -> int:
     repos = {
         option: GitRepo(getattr(args, option.replace("-", "_")), project)
         for option, project in REPOSITORY_OPTIONS
-        if getattr(args, option.replace("-", "_")) is not None
+        if getattr(args, option.replace("-", "_")) is not None and option != "hipify"
+    }
+    repos = {
+        "hipify": GitRepo(args.hipify, "ROCm/HIPIFY", args.hipify_ref, args.hipify_via),
+        **repos,
     }
     hipify = load_hipify(repos["hipify"])
     zluda = load_zluda(repos["zluda"], facts.get("zluda_library_crates", {}))
@@ -1526,7 +1828,10 @@ def main(argv: list[str] | None = None) -> int:
     ]
     headers = load_hip_headers(header_repos) if header_repos else None
     command = regeneration_command(args)
-    inputs = ", ".join(f"{repo.project}@{repo.ref}" for repo in repos.values())
+    inputs = ", ".join(
+        f"{repo.project}@{repo.ref}" + (f" (via {repo.via})" if repo.via else "")
+        for repo in repos.values()
+    )
     if headers is not None:
         inputs += "; " + headers.describe()
 
@@ -1553,6 +1858,8 @@ def main(argv: list[str] | None = None) -> int:
                 out_dir, family, by_family[family], builder.registries[family], command, inputs
             )
             print(f"{path}: {len(by_family[family])} entries")
+    path = write_sources(out_dir, command, list(repos.values()), header_repos, headers, hipify)
+    print(f"{path}: {len(repos) + len(header_repos)} snapshots")
     unknown = sum(1 for e in entries for v in e.verdicts.values() if v.status == "unknown")
     print(f"total {len(entries)} entries, {unknown} unknown verdicts", file=sys.stderr)
     return 0

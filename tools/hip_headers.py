@@ -520,6 +520,12 @@ class TaggedRepo:
     def _git(self, *args: str) -> str:
         return git(self.path, *args)
 
+    def snapshot(self) -> dict[str, str]:
+        """The snapshot this mirror holds: its HEAD commit and that commit's date."""
+        head = self._git("rev-parse", "HEAD").strip()
+        date = self._git("show", "-s", "--format=%cI", head).strip()
+        return {"project": self.project, "commit": head, "date": date}
+
     def commit(self, tag: str) -> str:
         if tag not in self._commits:
             self._commits[tag] = self._git("rev-parse", f"{tag}^{{commit}}").strip()
