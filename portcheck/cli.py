@@ -18,7 +18,7 @@ import click
 
 from portcheck import __version__
 from portcheck.config import ConfigError, load_project_config
-from portcheck.model import ENGINES, TARGETS, Finding, Report
+from portcheck.model import ENGINES, TARGETS, ApiRule, Finding, Report
 from portcheck.options import DEFAULT_FILE_TIMEOUT, target_profile
 from portcheck.paths import display_path
 from portcheck.report import FORMATS, NOTHING_TO_SCORE, formatter, nothing_to_score
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from portcheck.compile import CompileReport
     from portcheck.filescan import FileScan
+    from portcheck.rocm import RocmRelease
     from portcheck.translate import TranslationReport
 
 # Each command imports what only it needs (compile, translate, the formatters) when it
@@ -744,16 +745,35 @@ def _load_rules_or_exit():
 @rules_group.command("show")
 @click.argument("names", nargs=-1, required=True)
 @click.option(
+    "--rocm",
+    "rocm",
+    metavar="VERSION",
+    help="Give status.hip in this ROCm release (e.g. 5.7, 6.2.1); default: the newest "
+    "release the rule set knows.",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
-def rules_show(names: tuple[str, ...], fmt: str) -> None:
+def rules_show(names: tuple[str, ...], rocm: str | None, fmt: str) -> None:
     """Show the rule for each CUDA NAME. Exit 1 if any name is unknown."""
-    rules = _load_rules_or_exit()
+    loaded = _load_rules_or_exit()
+    rules = loaded
+    if rocm is not None:
+        try:
+            release = loaded.rocm_release(rocm)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--rocm") from None
+        caveat = loaded.rocm_caveat(release)
+        if caveat:
+            click.echo(f"portcheck: {caveat}", err=True)
+        rules = loaded.at_rocm(release)
     found = [rule for name in names if (rule := rules.lookup(name)) is not None]
     missing = [name for name in names if rules.lookup(name) is None]
     if fmt == "json":
         click.echo(json.dumps([rule.to_dict() for rule in found], indent=2))
     else:
+        if rules.release is not None:
+            click.echo(f"(HIP statuses in ROCm {rules.release})")
         for rule in found:
             hip = rule.hip or "(no HIP equivalent)"
             click.echo(f"{rule.cuda}  [{rule.family}, {rule.kind}]  ->  {hip}")
@@ -761,6 +781,8 @@ def rules_show(names: tuple[str, ...], fmt: str) -> None:
                 click.echo(
                     f"  {target.value:<6} {rule.status[target].value:<12} {rule.source[target]}"
                 )
+            if rule.hip is not None:
+                click.echo(f"  hip versions: {_hip_versions_text(rule, loaded.oldest_rocm())}")
             for key in ("since", "deprecated", "removed", "notes"):
                 if getattr(rule, key):
                     click.echo(f"  {key}: {getattr(rule, key)}")
@@ -768,6 +790,20 @@ def rules_show(names: tuple[str, ...], fmt: str) -> None:
         click.echo(f"portcheck: no rule for {name!r}", err=True)
     if missing:
         sys.exit(EXIT_FAIL_UNDER)
+
+
+def _hip_versions_text(rule: ApiRule, oldest: RocmRelease | None) -> str:
+    """The ROCm releases of a rule's HIP equivalent, one line: "added 6.2.0, deprecated
+    -, removed -" (and ", experimental"); an undated name was there from the start."""
+    added = rule.hip_added or (f"{oldest} or earlier" if oldest is not None else "-")
+    parts = [
+        f"added {added}",
+        f"deprecated {rule.hip_deprecated or '-'}",
+        f"removed {rule.hip_removed or '-'}",
+    ]
+    if rule.experimental:
+        parts.append("experimental")
+    return ", ".join(parts)
 
 
 @rules_group.command("search")
@@ -815,6 +851,16 @@ def rules_stats(fmt: str) -> None:
     )
     for family, count in stats["families"].items():
         click.echo(f"  {family:<20} {count}")
+    sources = stats["sources"]
+    rocm = sources["rocm"]
+    if rocm["newest"] is not None:
+        click.echo(f"HIP dated for ROCm {rocm['oldest'] or '?'} to {rocm['newest']}")
+    if sources["snapshots"]:
+        click.echo("built from:")
+    for snapshot in sources["snapshots"]:
+        via = f" via {snapshot['via']}" if snapshot.get("via") else ""
+        date = snapshot.get("date", "")[:10]
+        click.echo(f"  {snapshot['project']:<42} {snapshot['commit'][:12]}  {date}{via}")
 
 
 if __name__ == "__main__":  # pragma: no cover
