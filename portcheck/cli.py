@@ -23,7 +23,8 @@ from portcheck.options import DEFAULT_FILE_TIMEOUT, target_profile
 from portcheck.paths import display_path
 from portcheck.report import FORMATS, NOTHING_TO_SCORE, formatter, nothing_to_score
 from portcheck.resources import cache_problem, write_atomically
-from portcheck.ruleset import RuleError
+from portcheck.rocm import parse_rocm_version
+from portcheck.ruleset import RuleError, default_rules
 from portcheck.scan import ProgressCallback, ScanError, ScanOptions, parse_targets, scan_files
 from portcheck.target import TargetProfile
 
@@ -321,6 +322,10 @@ def scan_command(
     except ScanError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    if options.target.rocm is not None:
+        caveat = default_rules().rocm_caveat(parse_rocm_version(options.target.rocm))
+        if caveat:
+            click.echo(f"portcheck: {caveat}", err=True)
     archs = _offload_arch(offload_arch, options.target) if do_compile else ""
     progress, stop_progress = _progress_bar()
     try:

@@ -18,6 +18,7 @@ from portcheck.config import ConfigError, load_project_config
 from portcheck.discover import MAX_FILE_BYTES, BadPattern, check_excludes
 from portcheck.gpus import UnknownGpuError, require_gpu
 from portcheck.model import TARGETS, Target
+from portcheck.ruleset import default_rules
 from portcheck.target import TargetProfile
 
 FRONT_ENDS = ("auto", "deep", "tree-sitter")
@@ -156,11 +157,11 @@ def target_profile(rocm: str | None, gpu: str | None) -> TargetProfile:
 
 
 def parse_rocm(version: str | None) -> str | None:
-    """`"6.2"`, `"6.2.1"` -> the release as given, checked; None stays None (the newest)."""
+    """`"6.2"`, `"6.2.1"` -> the release, checked against what the rule set tells apart;
+    None stays None (the newest the rule set knows)."""
     if version is None:
         return None
-    text = version.strip()
-    parts = text.split(".")
-    if not (2 <= len(parts) <= 3 and all(p.isdigit() for p in parts)):
-        raise ScanError(f"--rocm {version!r} is not a ROCm release such as 6.2 or 6.4.1")
-    return text
+    try:
+        return str(default_rules().rocm_release(version.strip()))
+    except ValueError as exc:
+        raise ScanError(f"--rocm {version!r}: {exc}") from None

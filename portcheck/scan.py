@@ -119,8 +119,14 @@ def scan_files(
     root = Path(path)
     _check_root(root)
     base = root if root.is_dir() else root.parent
+    loaded = rules if rules is not None else default_rules()
+    # The rules as they stand in the chosen ROCm release (the newest: as loaded).
+    release = loaded.rocm_release(options.target.rocm) if options.target.rocm else None
+    release = release or loaded.newest_rocm()
+    if release is not None:
+        options = replace(options, target=replace(options.target, rocm=str(release)))
     scanner = FileScanner(
-        rules if rules is not None else default_rules(),
+        loaded.at_rocm(release) if release is not None else loaded,
         options.ignore,
         options.front_end,
         os.path.abspath(base),

@@ -7,6 +7,9 @@ Facts tested, with their source (rules/gpus.yaml records each):
   guide; LLVM PR 163717 (gfx1151 products).
 - gfx942 has MFMA, gfx1100 WMMA, gfx1010 (RDNA1) no matrix cores — rocWMMA README.
 - ZLUDA runs on RDNA, not on CDNA data-centre GPUs — vosen/ZLUDA docs/src/faq.md.
+- The `_sync` warp builtins (`__shfl_xor_sync`) came to HIP in ROCm 6.2 — HIP's
+  amd_warp_sync_functions.h first appears at the rocm-6.2.0 tag (ROCm/clr), HIPIFY's
+  device-function table (HIP column "A" 6.2.0); rules/sources.yaml records both snapshots.
 """
 
 from __future__ import annotations
@@ -97,7 +100,7 @@ def test_a_route_that_cannot_serve_the_gpu_is_not_applicable_in_every_format(mi3
     # ZLUDA's FAQ: no server-class (CDNA) GPUs. MI300X is CDNA3; the RX 7900 XTX is RDNA3.
     assert mi300x["summary"]["scores"]["zluda"] is None
     assert "ZLUDA" in mi300x["summary"]["not_applicable"]["zluda"]
-    assert mi300x["target"] == {"rocm": None, "gpu": "gfx942", "wavefront": 64}
+    assert mi300x["target"] == {"rocm": "7.0", "gpu": "gfx942", "wavefront": 64}
     assert rx7900xtx["summary"]["not_applicable"] == {}
     assert isinstance(rx7900xtx["summary"]["scores"]["zluda"], int)
     assert rx7900xtx["target"]["wavefront"] == 32
@@ -110,3 +113,26 @@ def test_a_route_that_cannot_serve_the_gpu_is_not_applicable_in_every_format(mi3
         run = run_portcheck("scan", str(TREE), "--gpu", "mi300x", "--no-cache", "--format", fmt)
         assert run.returncode == 0, run.stderr
         assert says in run.stdout and "MI300X (gfx942)" in run.stdout, fmt
+
+
+def test_an_older_rocm_lacks_what_was_added_later(tmp_path):
+    rocm57 = _report("--rocm", "5.7")
+    rocm62 = _report("--rocm", "6.2")
+    assert rocm57["target"]["rocm"] == "5.7" and rocm62["target"]["rocm"] == "6.2"
+    shfl57 = {u["status"]["hip"] for u in rocm57["usages"] if u["name"] == "__shfl_xor_sync"}
+    shfl62 = {u["status"]["hip"] for u in rocm62["usages"] if u["name"] == "__shfl_xor_sync"}
+    assert shfl57 == {"unsupported"} and shfl62 != {"unsupported"}
+    why = [f["message"] for f in rocm57["findings"] if f["slug"] == "unsupported-api"]
+    assert why and all("added in ROCm 6.2" in m for m in why)
+    assert not [f for f in rocm62["findings"] if f["slug"] == "unsupported-api"]
+    assert rocm57["summary"]["scores"]["hip"] < rocm62["summary"]["scores"]["hip"]
+
+
+def test_the_project_can_name_its_rocm_and_a_bad_one_is_refused(tmp_path):
+    (tmp_path / "softmax.cu").write_bytes((TREE / "softmax.cu").read_bytes())
+    (tmp_path / ".portcheck.toml").write_text('rocm = "5.7"\ngpu = "rx7900xtx"\n')
+    run = run_portcheck("scan", str(tmp_path), "--format", "json", "--no-cache")
+    assert json.loads(run.stdout)["target"] == {"rocm": "5.7", "gpu": "gfx1100", "wavefront": 32}
+    old = run_portcheck("scan", str(tmp_path), "--rocm", "4.5")
+    assert old.returncode == 2 and "older than the oldest release" in old.stderr
+    assert len(old.stderr.strip().splitlines()) == 1

@@ -179,7 +179,18 @@ def unsupported_api(ctx: Context) -> None:
         ctx.report(
             use.span.start_byte,
             use.span.end_byte,
-            f"`{use.name}` has no HIP equivalent",
+            _why_unsupported(use),
             targets=Verdicts(Status.UNSUPPORTED, use.status.zluda, use.status.scale),
             once_per_line=False,
         )
+
+
+def _why_unsupported(use: Use) -> str:
+    """`cudaX` has no HIP equivalent — or it has one that the chosen ROCm release lacks
+    (added later, or removed): the rule set's release view puts that reason first in the
+    rule's notes ("HIP in ROCm 5.7: added in ROCm 6.2")."""
+    rule = use.rule
+    if rule is not None and rule.hip and (rule.notes or "").startswith("HIP in ROCm "):
+        reason = (rule.notes or "").split(" | ", 1)[0]
+        return f"`{use.name}` (HIP `{rule.hip}`): {reason}"
+    return f"`{use.name}` has no HIP equivalent"
