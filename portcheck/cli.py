@@ -474,6 +474,12 @@ def _write_output(output: Path, content: str | Iterable[str]) -> None:
     help="Also run ENGINE and report where the two engines' outputs disagree.",
 )
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB.")
+@click.option(
+    "--rocm",
+    metavar="VERSION",
+    help="The ROCm release the output must build with (e.g. 5.7: the warp builtins without "
+    "masks). Default: the newest the rule set knows.",
+)
 def translate_command(
     path: Path,
     output: Path | None,
@@ -482,6 +488,7 @@ def translate_command(
     fmt: str,
     compare: str | None,
     exclude: tuple[str, ...],
+    rocm: str | None,
 ) -> None:
     """Translate CUDA under PATH to HIP: a file gives a file, a folder a mirrored folder."""
     from portcheck.paths import display_path
@@ -489,7 +496,13 @@ def translate_command(
 
     try:
         report = translate(
-            path, output, engine=engine, exclude=exclude, diff_only=diff_only, compare=compare
+            path,
+            output,
+            engine=engine,
+            exclude=exclude,
+            diff_only=diff_only,
+            compare=compare,
+            rocm=rocm,
         )
     except TranslateError as exc:
         click.echo(f"Error: {exc}", err=True)

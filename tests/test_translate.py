@@ -219,3 +219,28 @@ def test_cuda_header_hip_does_not_need_is_commented_out_in_place():
         b'#include "hip/hip_runtime.h"',
         b'// #include "device_launch_parameters.h"',
     ]
+
+
+def test_translation_for_an_older_rocm_writes_the_maskless_warp_builtins(tmp_path):
+    """The `_sync` warp builtins came to HIP in ROCm 6.2 (rules: hip_added 6.2.0, from
+    HIP's headers at the rocm-6.2.0 tag): for 5.7 the output uses the mask-less builtins
+    every release has, as the human ports did; for the newest release it keeps them."""
+    from portcheck.translate import translate
+
+    source = tmp_path / "reduce.cu"
+    source.write_text(
+        "__device__ float warp_sum(float v) {\n"
+        "    for (int o = 16; o > 0; o >>= 1)\n"
+        "        v += __shfl_down_sync(0xffffffffu, v, o);\n"
+        "    unsigned voted = __ballot_sync(__activemask(), v > 0.f);\n"
+        "    return __any_sync(0xffffffff, voted != 0u) ? v : 0.f;\n"
+        "}\n"
+    )
+    old = translate(source, tmp_path / "old.hip", rocm="5.7")
+    text = (tmp_path / "old.hip").read_text()
+    assert "v += __shfl_down(v, o);" in text
+    assert "__ballot(v > 0.f)" in text and "__any(voted != 0u)" in text
+    assert "_sync(" not in text
+    assert old.files[0].replacements >= 3
+    translate(source, tmp_path / "new.hip")
+    assert "__shfl_down_sync(0xffffffffu, v, o)" in (tmp_path / "new.hip").read_text()

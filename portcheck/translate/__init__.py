@@ -279,10 +279,14 @@ def translate(
     compare: str | None = None,
     rules: RuleSet | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    rocm: str | None = None,
 ) -> TranslationReport:
     """Translate a CUDA file (to the file `out`) or tree (mirrored into the folder `out`).
 
     With `diff_only`, nothing is written and each FileResult carries a unified diff.
+    `rocm`: the ROCm release the output must build with (default: the newest the rules
+    know); names it lacks are written the way that release spells them where HIP has
+    another spelling (the mask-less warp builtins before 6.2).
     """
     source = Path(path)
     out_path = None if out is None else Path(out)
@@ -301,7 +305,12 @@ def translate(
                 f"{needed} was not found on PATH or in $ROCM_PATH/bin; install ROCm's HIPIFY "
                 "(or put its bin/ on PATH), or use --engine builtin"
             )
-    scanner = FileScanner(rules if rules is not None else default_rules(), resolve_ignores(()))
+    loaded = rules if rules is not None else default_rules()
+    try:
+        for_release = loaded.at_rocm(rocm) if rocm else loaded
+    except ValueError as exc:
+        raise TranslateError(f"--rocm {rocm!r}: {exc}") from None
+    scanner = FileScanner(for_release, resolve_ignores(()))
     report = TranslationReport(str(source), str(out_path or ""), engine)
     single_file = not source.is_dir()
     writer = None

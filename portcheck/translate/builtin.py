@@ -109,6 +109,59 @@ def _argument_count(data: bytes, after: int) -> int | None:
     return None
 
 
+# The `_sync` warp builtins came to HIP in ROCm 6.2 (rules: hip_added). For an older
+# release the translation writes the mask-less builtins every HIP release has, as the
+# human ports of that time did; the mask is dropped, which is right when every lane of
+# the wavefront takes part (the lane-mask-width finding marks the line either way).
+MASKLESS_WARP_BUILTINS = {
+    "__shfl_sync": "__shfl",
+    "__shfl_up_sync": "__shfl_up",
+    "__shfl_down_sync": "__shfl_down",
+    "__shfl_xor_sync": "__shfl_xor",
+    "__ballot_sync": "__ballot",
+    "__any_sync": "__any",
+    "__all_sync": "__all",
+}
+
+
+def _first_argument(data: bytes, after: int) -> tuple[int, int] | None:
+    """The bytes of the first argument of the call whose name ends at `after`, with the
+    comma and spaces after it (None: not a call with at least two arguments)."""
+    position = after
+    while position < len(data) and data[position : position + 1].isspace():
+        position += 1
+    if data[position : position + 1] != b"(":
+        return None
+    depth = 0
+    for offset in range(position, min(len(data), position + 4096)):
+        char = data[offset : offset + 1]
+        if char in b"([{":
+            depth += 1
+        elif char in b")]}":
+            depth -= 1
+            if depth == 0:
+                return None
+        elif char == b"," and depth == 1:
+            end = offset + 1
+            while end < len(data) and data[end : end + 1] in (b" ", b"\t"):
+                end += 1
+            return position + 1, end
+    return None
+
+
+def _maskless_edits(use: Use, data: bytes) -> list[tuple[int, int, str]]:
+    """`__shfl_xor_sync(mask, v, o)` -> `__shfl_xor(v, o)` when the chosen ROCm release
+    lacks the `_sync` form (its status there is unsupported)."""
+    plain = MASKLESS_WARP_BUILTINS.get(use.name)
+    if plain is None or use.rule is None or use.status.hip is not Status.UNSUPPORTED:
+        return []
+    start, end = use.span.start_byte, use.span.end_byte
+    mask = _first_argument(data, end)
+    if mask is None or data[start:end].decode(errors="replace") != use.name:
+        return []
+    return [(start, end, plain), (mask[0], mask[1], "")]
+
+
 def _duplicate_includes(
     uses: list[Use], edits: list[tuple[int, int, str]], data: bytes
 ) -> list[tuple[int, int, str]]:
@@ -293,8 +346,16 @@ def translate_source(
     from portcheck.parse.text import UTF8_BOM
 
     data, encoding = decode_source(raw)
-    edits = [e for e in (_edit_for(use, data) for use in scan.uses) if e is not None]
-    replacements = len(edits)
+    edits: list[tuple[int, int, str]] = []
+    replacements = 0
+    for use in scan.uses:
+        found = _maskless_edits(use, data)
+        if not found:
+            edit = _edit_for(use, data)
+            found = [edit] if edit is not None else []
+        if found:
+            replacements += 1
+            edits += found
     edits += _duplicate_includes(scan.uses, edits, data)
     markers = _marker_inserts(data, scan.findings) if add_markers else []
     result = Translation(
