@@ -770,10 +770,20 @@ def _load_rules_or_exit():
     "release the rule set knows.",
 )
 @click.option(
+    "--gpu",
+    metavar="ARCH|PRODUCT",
+    help="Give each route's status on this AMD GPU: a route that cannot run on it (ZLUDA "
+    "on CDNA) is unsupported there, with the reason.",
+)
+@click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
-def rules_show(names: tuple[str, ...], rocm: str | None, fmt: str) -> None:
+def rules_show(names: tuple[str, ...], rocm: str | None, gpu: str | None, fmt: str) -> None:
     """Show the rule for each CUDA NAME. Exit 1 if any name is unknown."""
+    try:
+        profile = target_profile(None, gpu)
+    except ScanError as exc:
+        raise click.BadParameter(str(exc), param_hint="--gpu") from None
     loaded = _load_rules_or_exit()
     rules = loaded
     if rocm is not None:
@@ -787,11 +797,14 @@ def rules_show(names: tuple[str, ...], rocm: str | None, fmt: str) -> None:
         rules = loaded.at_rocm(release)
     found = [rule for name in names if (rule := rules.lookup(name)) is not None]
     missing = [name for name in names if rules.lookup(name) is None]
+    found = [profile.route_limits(rule) for rule in found]
     if fmt == "json":
         click.echo(json.dumps([rule.to_dict() for rule in found], indent=2))
     else:
         if rules.release is not None:
             click.echo(f"(HIP statuses in ROCm {rules.release})")
+        if profile.gpu is not None:
+            click.echo(f"(route statuses on {profile.gpu.name})")
         for rule in found:
             hip = rule.hip or "(no HIP equivalent)"
             click.echo(f"{rule.cuda}  [{rule.family}, {rule.kind}]  ->  {hip}")

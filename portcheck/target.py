@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from portcheck.gpus import GpuProfile, MatrixKind, describe_unified_memory, describe_wave64
-from portcheck.model import Finding, ReportTarget, Status, Target
+from portcheck.model import TARGETS, ApiRule, Finding, ReportTarget, Status, Target
 
 WAVE_WIDTH_SLUGS = frozenset({"warp-size-assumption", "lane-mask-width"})
 
@@ -64,6 +64,21 @@ class TargetProfile:
                 reasons[str(target)] = f"{self.gpu.name}: {reason}"
         return reasons
 
+    def route_limits(self, rule: ApiRule) -> ApiRule:
+        """`rule` on the chosen GPU: a route that cannot run there is unsupported for every
+        name, with the reason first in the rule's notes."""
+        if self.gpu is None:
+            return rule
+        closed = self.not_applicable(TARGETS)
+        if not closed:
+            return rule
+        status = replace(rule.status, **{route: Status.UNSUPPORTED for route in closed})
+        reasons = "; ".join(f"{route}: {why}" for route, why in closed.items())
+        notes = f"not applicable on this GPU ({reasons})" + (
+            f" | {rule.notes}" if rule.notes else ""
+        )
+        return replace(rule, status=status, notes=notes)
+
     def judge(self, finding: Finding) -> Finding:
         """The finding with the verdicts and message this target gives it."""
         gpu = self.gpu
@@ -90,6 +105,8 @@ class TargetProfile:
             if gpu.xnack:
                 return _note(finding, f"{gpu.name} has XNACK: run with HSA_XNACK=1")
             return _note(finding, f"{gpu.name} has no XNACK: pages do not migrate on demand")
+        if finding.slug == "launch-bounds" and gpu is not None:
+            return _note(finding, f"{gpu.name} counts in {gpu.warp_size}-wide wavefronts")
         if finding.slug == "tensor-core-wmma" and gpu is not None:
             if gpu.matrix is MatrixKind.NONE:
                 return replace(

@@ -136,3 +136,15 @@ def test_the_project_can_name_its_rocm_and_a_bad_one_is_refused(tmp_path):
     old = run_portcheck("scan", str(tmp_path), "--rocm", "4.5")
     assert old.returncode == 2 and "older than the oldest release" in old.stderr
     assert len(old.stderr.strip().splitlines()) == 1
+
+
+def test_rules_show_on_a_gpu_closes_the_routes_that_cannot_run_there():
+    cdna = run_portcheck("rules", "show", "cudaMalloc", "--gpu", "mi300x", "--format", "json")
+    rdna = run_portcheck("rules", "show", "cudaMalloc", "--gpu", "rx7900xtx", "--format", "json")
+    (on_cdna,) = json.loads(cdna.stdout)
+    (on_rdna,) = json.loads(rdna.stdout)
+    assert on_cdna["status"]["zluda"] == "unsupported" and "ZLUDA" in on_cdna["notes"]
+    assert on_rdna["status"]["zluda"] == "supported"
+    assert on_cdna["status"]["hip"] == on_rdna["status"]["hip"] == "supported"
+    bad = run_portcheck("rules", "show", "cudaMalloc", "--gpu", "gfx9999")
+    assert bad.returncode == 2 and "unknown GPU" in bad.stderr
