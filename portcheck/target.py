@@ -12,6 +12,9 @@ work (the per-file cache does not depend on the target):
 - managed memory: on a GPU with memory shared with the CPU (an APU: MI300A, Strix Halo)
   `cudaMallocManaged` is plain memory, HIP `supported`; elsewhere it needs XNACK and the
   message says whether the chosen GPU has it.
+- FP8: NVIDIA's FP8 types are the OCP encoding, which gfx950 and RDNA4 compute (HIP
+  `supported` there); MI300 computes FNUZ (other values for the same bits); older GPUs
+  emulate FP8.
 - matrix-core code: `nvcuda::wmma` has a rocWMMA port on GPUs with MFMA or WMMA units, and
   none on GPUs without matrix cores (HIP `unsupported` there).
 - routes: a route that cannot serve the chosen GPU (ZLUDA on CDNA) is not applicable, with
@@ -24,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from portcheck.gpus import GpuProfile, MatrixKind, describe_unified_memory, describe_wave64
+from portcheck.gpus import Fp8, GpuProfile, MatrixKind, describe_unified_memory, describe_wave64
 from portcheck.model import TARGETS, ApiRule, Finding, ReportTarget, Status, Target
 
 WAVE_WIDTH_SLUGS = frozenset({"warp-size-assumption", "lane-mask-width"})
@@ -105,6 +108,15 @@ class TargetProfile:
             if gpu.xnack:
                 return _note(finding, f"{gpu.name} has XNACK: run with HSA_XNACK=1")
             return _note(finding, f"{gpu.name} has no XNACK: pages do not migrate on demand")
+        if finding.slug == "fp8-format" and gpu is not None:
+            if gpu.fp8 is Fp8.OCP:
+                return replace(
+                    _note(finding, f"{gpu.name} computes OCP FP8 like NVIDIA: `__hip_fp8_e4m3`"),
+                    targets=replace(finding.targets, hip=Status.SUPPORTED),
+                )
+            if gpu.fp8 is Fp8.FNUZ:
+                return _note(finding, f"{gpu.name} computes FNUZ FP8: values and scales differ")
+            return _note(finding, f"{gpu.name} has no FP8 hardware: conversions are emulated")
         if finding.slug == "launch-bounds" and gpu is not None:
             return _note(finding, f"{gpu.name} counts in {gpu.warp_size}-wide wavefronts")
         if finding.slug == "tensor-core-wmma" and gpu is not None:

@@ -7,6 +7,8 @@ Facts tested, with their source (rules/gpus.yaml records each):
   guide; LLVM PR 163717 (gfx1151 products).
 - gfx942 has MFMA, gfx1100 WMMA, gfx1010 (RDNA1) no matrix cores — rocWMMA README.
 - ZLUDA runs on RDNA, not on CDNA data-centre GPUs — vosen/ZLUDA docs/src/faq.md.
+- FP8: gfx940-942 compute FNUZ FP8, gfx950 and gfx12 (RDNA4) OCP, RDNA3 none — HIP's
+  low_fp_types.rst / fp8_numbers.rst and ROCm's precision-support.rst (rules/gpus.yaml).
 - The `_sync` warp builtins (`__shfl_xor_sync`) came to HIP in ROCm 6.2 — HIP's
   amd_warp_sync_functions.h first appears at the rocm-6.2.0 tag (ROCm/clr), HIPIFY's
   device-function table (HIP column "A" 6.2.0); rules/sources.yaml records both snapshots.
@@ -148,3 +150,15 @@ def test_rules_show_on_a_gpu_closes_the_routes_that_cannot_run_there():
     assert on_cdna["status"]["hip"] == on_rdna["status"]["hip"] == "supported"
     bad = run_portcheck("rules", "show", "cudaMalloc", "--gpu", "gfx9999")
     assert bad.returncode == 2 and "unknown GPU" in bad.stderr
+
+
+def test_fp8_types_are_judged_by_the_gpus_fp8_format(mi300x, rx7900xtx):
+    mi355x = _report("--gpu", "gfx950")
+    assert _hip(mi355x, "fp8-format") == {"supported"}  # OCP, as NVIDIA's
+    assert _hip(mi300x, "fp8-format") == {"partial"}  # FNUZ: other values for the same bits
+    assert any("FNUZ" in f["message"] for f in mi300x["findings"] if f["slug"] == "fp8-format")
+    assert any(
+        "no FP8 hardware" in f["message"]
+        for f in rx7900xtx["findings"]
+        if f["slug"] == "fp8-format"
+    )

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from portcheck.checks import Context, hazard
 from portcheck.model import Status, Use, Verdicts
 
+# The FP8 value types (__nv_fp8_e4m3, __nv_fp8x2_e5m2, …); not __nv_fp8_storage_t (raw bits).
+FP8_TYPE = re.compile(r"__nv_fp8(?:x[24])?_e(?:4m3|5m2)")
 MANAGED = frozenset(
     {
         "cudaMallocManaged",
@@ -98,6 +101,17 @@ def managed_memory(ctx: Context) -> None:
         ctx.uses_named(MANAGED),
         "`{name}`: managed memory needs XNACK/HMM page migration on AMD GPUs",
     )
+
+
+@hazard("fp8-format")
+def fp8_format(ctx: Context) -> None:
+    for use in ctx.uses_named(lambda u: FP8_TYPE.fullmatch(u.name) is not None):
+        ctx.report(
+            use.span.start_byte,
+            use.span.end_byte,
+            f"`{use.name}` is NVIDIA's (OCP) FP8; its HIP counterpart is FNUZ on MI300 "
+            "(gfx940-942) and OCP on gfx950/RDNA4",
+        )
 
 
 @hazard("texture-reference")
