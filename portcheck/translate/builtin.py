@@ -86,14 +86,16 @@ ARITY_RENAMES: dict[str, dict[int, str]] = {
 }
 
 
-def _argument_count(data: bytes, after: int) -> int | None:
-    """Top-level arguments of the call whose name ends at `after` (None: not a call)."""
+def _call_arguments(data: bytes, after: int) -> list[tuple[int, int]] | None:
+    """The byte spans of the top-level arguments of the call whose name ends at `after`
+    ([] for `f()`; None: not a call, or one longer than this looks)."""
     position = after
     while position < len(data) and data[position : position + 1].isspace():
         position += 1
     if data[position : position + 1] != b"(":
         return None
-    depth, commas, empty = 0, 0, True
+    spans: list[tuple[int, int]] = []
+    depth, start, empty = 0, position + 1, True
     for offset in range(position, min(len(data), position + 4096)):
         char = data[offset : offset + 1]
         if char in b"([{":
@@ -101,12 +103,19 @@ def _argument_count(data: bytes, after: int) -> int | None:
         elif char in b")]}":
             depth -= 1
             if depth == 0:
-                return 0 if empty else commas + 1
+                return spans if empty and not spans else [*spans, (start, offset)]
         elif char == b"," and depth == 1:
-            commas += 1
+            spans.append((start, offset))
+            start = offset + 1
         elif depth >= 1 and not char.isspace():
             empty = False
     return None
+
+
+def _argument_count(data: bytes, after: int) -> int | None:
+    """Top-level arguments of the call whose name ends at `after` (None: not a call)."""
+    arguments = _call_arguments(data, after)
+    return None if arguments is None else len(arguments)
 
 
 # The `_sync` warp builtins came to HIP in ROCm 6.2 (rules: hip_added). For an older
@@ -124,31 +133,6 @@ MASKLESS_WARP_BUILTINS = {
 }
 
 
-def _first_argument(data: bytes, after: int) -> tuple[int, int] | None:
-    """The bytes of the first argument of the call whose name ends at `after`, with the
-    comma and spaces after it (None: not a call with at least two arguments)."""
-    position = after
-    while position < len(data) and data[position : position + 1].isspace():
-        position += 1
-    if data[position : position + 1] != b"(":
-        return None
-    depth = 0
-    for offset in range(position, min(len(data), position + 4096)):
-        char = data[offset : offset + 1]
-        if char in b"([{":
-            depth += 1
-        elif char in b")]}":
-            depth -= 1
-            if depth == 0:
-                return None
-        elif char == b"," and depth == 1:
-            end = offset + 1
-            while end < len(data) and data[end : end + 1] in (b" ", b"\t"):
-                end += 1
-            return position + 1, end
-    return None
-
-
 def _maskless_edits(use: Use, data: bytes) -> list[tuple[int, int, str]]:
     """`__shfl_xor_sync(mask, v, o)` -> `__shfl_xor(v, o)` when the chosen ROCm release
     lacks the `_sync` form (its status there is unsupported)."""
@@ -156,10 +140,14 @@ def _maskless_edits(use: Use, data: bytes) -> list[tuple[int, int, str]]:
     if plain is None or use.rule is None or use.status.hip is not Status.UNSUPPORTED:
         return []
     start, end = use.span.start_byte, use.span.end_byte
-    mask = _first_argument(data, end)
-    if mask is None or data[start:end].decode(errors="replace") != use.name:
+    arguments = _call_arguments(data, end)
+    if not arguments or len(arguments) < 2 or data[start:end].decode(errors="replace") != use.name:
         return []
-    return [(start, end, plain), (mask[0], mask[1], "")]
+    # The mask, its comma and the spaces up to the next argument go.
+    next_argument = arguments[1][0]
+    while data[next_argument : next_argument + 1] in (b" ", b"\t"):
+        next_argument += 1
+    return [(start, end, plain), (arguments[0][0], next_argument, "")]
 
 
 def _duplicate_includes(
