@@ -1,0 +1,92 @@
+"""The lexical reader's fast searches give exactly the matches of the plain patterns they
+stand for (portcheck.preproc: anchors checked by hand, unrolled loops)."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from portcheck import preproc
+
+# The patterns as first written: slower, and the definition of what the fast ones match.
+PLAIN_MASKED = re.compile(
+    rb"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:\\.|[^\"\\\n])*(?:\"|$)|'(?:\\.|[^'\\\n])*(?:'|$)",
+    re.DOTALL | re.MULTILINE,
+)
+PLAIN_DIRECTIVE = re.compile(
+    rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif|define)\b"
+    rb"((?:[^\n\\]|\\[^\n]|\\\n)*)",
+    re.MULTILINE,
+)
+
+TRICKY = [
+    b"",
+    b"/* a **",
+    b"/*/ x */ y",
+    b"/* a * b **/ c",
+    b'"ab\\',
+    b'"a\\"b" x',
+    b"'\\'' y",
+    b'"abc\nd"',
+    b"/**/ /***/ /* ** / */x",
+    b'"a\\\nb"',
+    b"x = '\\\\'; // c\n#define A 1",
+    b"  #  ifdef X\n#define STR(x) #x\n\t#endif",
+    b"#if A \\\n  && B\n#else\n# endif",
+    b"a #if not a directive\n#ifdef B\n#endif",
+    b"xconst int a = 1; const int b = 2;\nenum E { A = 1 }; myenum { B = 2 };",
+    b"constexpr int w() { return 32; } const_cast<int>(x); static const unsigned M = 0xffu;",
+]
+
+
+def _random_texts(alphabet: bytes, count: int, seed: int) -> list[bytes]:
+    rng = random.Random(seed)
+    return [bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 16))) for _ in range(count)]
+
+
+def _plain_mask(data: bytes) -> bytes:
+    masked = bytearray(data)
+    for match in PLAIN_MASKED.finditer(data):
+        start, end = match.span()
+        masked[start:end] = data[start:end].translate(preproc._BLANK)
+    return bytes(masked)
+
+
+def test_masking_matches_the_plain_pattern() -> None:
+    for text in TRICKY + _random_texts(b"/*\"'\\\nab ", 20_000, seed=1):
+        assert preproc.mask_comments_and_strings(text) == _plain_mask(text), text
+
+
+def test_directives_match_the_plain_pattern() -> None:
+    for text in TRICKY + _random_texts(b"#if\\\n d e", 20_000, seed=2):
+        _check_directives(text)
+
+
+def _check_directives(text: bytes) -> None:
+    fast = [
+        (start, m.end(), m.group(1), m.group(2), m.start(2))
+        for start, m in preproc._directives(text)
+    ]
+    plain = [
+        (m.start(), m.end(), m.group(1), m.group(2), m.start(2))
+        for m in PLAIN_DIRECTIVE.finditer(text)
+    ]
+    assert fast == plain, text
+
+
+@pytest.mark.parametrize(
+    ("pattern", "tail"),
+    [
+        (preproc.CONSTANT_DECL, preproc._CONSTANT_DECL_WORD),
+        (preproc.CONSTANT_FUNCTION, preproc._CONSTANT_FUNCTION_WORD),
+        (preproc.ENUM_CONSTANT, preproc._ENUM_CONSTANT_WORD),
+    ],
+)
+def test_word_start_searches_match_the_anchored_patterns(
+    pattern: re.Pattern[bytes], tail: re.Pattern[bytes]
+) -> None:
+    for text in TRICKY + _random_texts(b"const int=1;{}xenum_ ", 5_000, seed=3):
+        fast = [(m.span(), m.groups()) for m in preproc._at_word_start(tail, text)]
+        assert fast == [(m.span(), m.groups()) for m in pattern.finditer(text)], text
