@@ -9,6 +9,7 @@ import re
 import pytest
 
 from portcheck import preproc
+from portcheck.project import _FileFacts
 
 # The patterns as first written: slower, and the definition of what the fast ones match.
 PLAIN_MASKED = re.compile(
@@ -90,3 +91,45 @@ def test_word_start_searches_match_the_anchored_patterns(
     for text in TRICKY + _random_texts(b"const int=1;{}xenum_ ", 5_000, seed=3):
         fast = [(m.span(), m.groups()) for m in preproc._at_word_start(tail, text)]
         assert fast == [(m.span(), m.groups()) for m in pattern.finditer(text)], text
+
+
+NESTED = b"""#ifndef GUARD_H
+#define GUARD_H
+#if defined(__HIP_PLATFORM_AMD__)
+#  define WARP 64
+#  ifdef FAST
+#    define LANES 8
+#  else
+#    define LANES 4
+#  endif
+#elif defined(__CUDA_ARCH__)
+#  define WARP 32
+#else
+#  define WARP 0
+#endif
+int x;
+#ifdef UNTERMINATED
+#  if A
+#  define B 1
+"""
+
+
+def test_enclosing_branches_are_those_that_contain_the_offset() -> None:
+    facts = preproc.preprocessor_facts(NESTED)
+    file_facts = _FileFacts("guard.h", facts, [b.start_byte for b in facts.branches])
+    assert file_facts.parents is not None  # conditionals nest: the chain is walked
+    for offset in range(len(NESTED) + 1):
+        plain = [b for b in facts.branches if b.start_byte <= offset < b.end_byte]
+        assert file_facts.enclosing(offset) == plain, offset
+
+
+def test_enclosing_branches_when_they_do_not_nest() -> None:
+    facts = preproc.preprocessor_facts(NESTED)
+    first, second, *_ = facts.branches
+    longer = second._replace(end_byte=first.end_byte + 5)  # past the end of the branch around it
+    file_facts = _FileFacts(
+        "odd.h", facts._replace(branches=(first, longer)), [0, longer.start_byte]
+    )
+    assert file_facts.parents is None
+    assert file_facts.enclosing(first.end_byte - 1) == [first, longer]
+    assert file_facts.enclosing(first.end_byte) == [longer]
