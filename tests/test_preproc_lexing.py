@@ -133,3 +133,26 @@ def test_enclosing_branches_when_they_do_not_nest() -> None:
     assert file_facts.parents is None
     assert file_facts.enclosing(first.end_byte - 1) == [first, longer]
     assert file_facts.enclosing(first.end_byte) == [longer]
+
+
+def _plain_platform_calls(masked: bytes) -> list[tuple[str, int]]:
+    found = []
+    for match in preproc.PLATFORM_WORD.finditer(masked):
+        start = match.start()
+        while start > 0 and masked[start - 1] in preproc.UPPER_NAME_CHARS:
+            start -= 1
+        if start > 0 and (chr(masked[start - 1]).isalnum() or masked[start - 1] == 95):
+            continue
+        if masked[start] in b"0123456789":
+            continue
+        found.append((masked[start : match.end() - 1].rstrip().decode(), match.end()))
+    return found
+
+
+def test_platform_calls_match_the_alternation() -> None:
+    texts = [
+        b"AMREX_HIP_OR_CUDA(a, b) x_HIP(1) 9CUDA(2) HIPCUDA_AMD (3) NVIDIA_NVCC\n(4)",
+        *_random_texts(b"HIPCUDAROCMNV_9a (", 20_000, seed=4),
+    ]
+    for text in texts:
+        assert list(preproc._platform_calls(text)) == _plain_platform_calls(text), text
