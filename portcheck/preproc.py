@@ -125,35 +125,45 @@ ENUM_CONSTANT = re.compile(rb"\benum\b[^{;]*\{([^{}]{1,2000})\}")
 _WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
-def _without_anchor(pattern: re.Pattern[bytes], anchor: bytes) -> re.Pattern[bytes]:
+def without_anchor(pattern: re.Pattern[bytes], anchor: bytes) -> re.Pattern[bytes]:
+    """`pattern` without its leading `anchor` (`^[ \\t]*` or `\\b`), to search with
+    line_start_matches or word_start_matches."""
     if not pattern.pattern.startswith(anchor):
         raise ValueError(f"{pattern.pattern!r} does not begin with {anchor!r}")
     return re.compile(pattern.pattern[len(anchor) :], pattern.flags)
 
 
-_DIRECTIVE_FROM_HASH = _without_anchor(DIRECTIVE, rb"^[ \t]*")
-_CONSTANT_DECL_WORD = _without_anchor(CONSTANT_DECL, rb"\b")
-_CONSTANT_FUNCTION_WORD = _without_anchor(CONSTANT_FUNCTION, rb"\b")
-_ENUM_CONSTANT_WORD = _without_anchor(ENUM_CONSTANT, rb"\b")
+_DIRECTIVE_FROM_HASH = without_anchor(DIRECTIVE, rb"^[ \t]*")
+_CONSTANT_DECL_WORD = without_anchor(CONSTANT_DECL, rb"\b")
+_CONSTANT_FUNCTION_WORD = without_anchor(CONSTANT_FUNCTION, rb"\b")
+_ENUM_CONSTANT_WORD = without_anchor(ENUM_CONSTANT, rb"\b")
 
 
-def _directives(text: bytes) -> Iterator[tuple[int, re.Match[bytes]]]:
-    """DIRECTIVE.finditer(text) as (start of the match, the match from its `#` on)."""
+def line_start_matches(
+    tail: re.Pattern[bytes], text: bytes
+) -> Iterator[tuple[int, re.Match[bytes]]]:
+    """The matches of `^[ \\t]*` + `tail` (MULTILINE; `tail` begins with a character other
+    than a blank or a newline, such as `#`), as (start of the match, the match of `tail`)."""
     position = 0
-    search = _DIRECTIVE_FROM_HASH.search
+    search = tail.search
     while (match := search(text, position)) is not None:
-        hash_at = match.start()
-        start = hash_at
-        while start > 0 and text[start - 1] in (32, 9):  # the indentation before `#`
+        tail_at = match.start()
+        start = tail_at
+        while start > 0 and text[start - 1] in (32, 9):  # the indentation before it
             start -= 1
         if start >= position and (start == 0 or text[start - 1] == 10):
             yield start, match
             position = match.end()
-        else:  # a `#` inside a line (`#x` in a macro body)
-            position = hash_at + 1
+        else:  # inside a line (`#x` in a macro body)
+            position = tail_at + 1
 
 
-def _at_word_start(tail: re.Pattern[bytes], text: bytes) -> Iterator[re.Match[bytes]]:
+def _directives(text: bytes) -> Iterator[tuple[int, re.Match[bytes]]]:
+    """DIRECTIVE.finditer(text) as (start of the match, the match from its `#` on)."""
+    return line_start_matches(_DIRECTIVE_FROM_HASH, text)
+
+
+def word_start_matches(tail: re.Pattern[bytes], text: bytes) -> Iterator[re.Match[bytes]]:
     """The matches of `\b` + `tail` (a pattern that begins with a word character)."""
     position = 0
     search = tail.search
@@ -324,7 +334,7 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
                 m.start(1),
                 *_where(data, m.start(1)),
             )
-            for m in _at_word_start(_CONSTANT_DECL_WORD, masked)
+            for m in word_start_matches(_CONSTANT_DECL_WORD, masked)
             if NOT_CONSTANT.search(m.group(2)) is None
         ]
         if b"const" in masked
@@ -340,7 +350,7 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
                 m.start(1),
                 *_where(data, m.start(1)),
             )
-            for m in _at_word_start(_CONSTANT_FUNCTION_WORD, masked)
+            for m in word_start_matches(_CONSTANT_FUNCTION_WORD, masked)
         )
     branches.sort(key=lambda b: b.start_byte)
     invocations = tuple(_platform_invocations(masked)) if b"(" in masked else ()
@@ -452,7 +462,7 @@ def _where(data: bytes, offset: int, line: int = 0) -> tuple[int, int, str]:
 
 
 def _enum_constants(data: bytes, masked: bytes) -> Iterable[ConstantDef]:
-    for match in _at_word_start(_ENUM_CONSTANT_WORD, masked):
+    for match in word_start_matches(_ENUM_CONSTANT_WORD, masked):
         body_start = match.start(1)
         for item in re.finditer(rb"([A-Za-z_]\w*)\s*=\s*([^,]+)", match.group(1)):
             offset = body_start + item.start(1)

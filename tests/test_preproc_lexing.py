@@ -89,7 +89,7 @@ def test_word_start_searches_match_the_anchored_patterns(
     pattern: re.Pattern[bytes], tail: re.Pattern[bytes]
 ) -> None:
     for text in TRICKY + _random_texts(b"const int=1;{}xenum_ ", 5_000, seed=3):
-        fast = [(m.span(), m.groups()) for m in preproc._at_word_start(tail, text)]
+        fast = [(m.span(), m.groups()) for m in preproc.word_start_matches(tail, text)]
         assert fast == [(m.span(), m.groups()) for m in pattern.finditer(text)], text
 
 
@@ -156,3 +156,16 @@ def test_platform_calls_match_the_alternation() -> None:
     ]
     for text in texts:
         assert list(preproc._platform_calls(text)) == _plain_platform_calls(text), text
+
+
+def test_macro_definitions_match_the_anchored_pattern() -> None:
+    from portcheck.extract import _DEFINE_FROM_HASH, MACRO_DEFINITION
+
+    for text in TRICKY + _random_texts(b"#define X\n \t(", 20_000, seed=5):
+        fast = [
+            (start, m.end(), m.span(1))
+            for start, m in preproc.line_start_matches(_DEFINE_FROM_HASH, text)
+        ]
+        assert fast == [(m.start(), m.end(), m.span(1)) for m in MACRO_DEFINITION.finditer(text)], (
+            text
+        )
