@@ -32,11 +32,13 @@ from portcheck.checks import (
 )
 from portcheck.model import ApiRule
 from portcheck.parse.treesitter import NodePath, structure_query, token_locator
+from portcheck.preproc import line_start_matches, without_anchor
 from portcheck.ruleset import RuleSet
 
 # `#define NAME`: read lexically too, because multi-line macros with aligned
 # backslashes are where the grammar most often gives up (an ERROR node).
 MACRO_DEFINITION = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
+_DEFINE_FROM_HASH = without_anchor(MACRO_DEFINITION, rb"^[ \t]*")  # see line_start_matches
 
 # Names shaped like CUDA APIs. A name of this shape that the rule set does not
 # know is still reported (status unknown) unless the project defines it itself.
@@ -475,7 +477,10 @@ class Extractor:
     ) -> None:
         masked_cache: dict[int, tuple[bytes, list[tuple[int, int]]]] = {}
         macro_names = (
-            {m.start(1): m.group(1).decode() for m in MACRO_DEFINITION.finditer(data)}
+            {
+                m.start(1): m.group(1).decode()
+                for _, m in line_start_matches(_DEFINE_FROM_HASH, data)
+            }
             if b"define" in data
             else {}
         )

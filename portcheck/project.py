@@ -18,7 +18,7 @@ import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from portcheck.model import AmdPath, Finding, Span
 from portcheck.preproc import (
@@ -75,6 +75,7 @@ class _FileFacts:
     starts: list[int] = field(default_factory=list)
     _groups: dict[int, list[Branch]] | None = None
     _empty: dict[str, list[int]] | None = None
+    _parents: list[int] | Literal[False] | None = None  # False: they do not nest
 
     @property
     def empty_macros(self) -> dict[str, list[int]]:
@@ -98,8 +99,47 @@ class _FileFacts:
         """The branches that contain `offset`, outermost first."""
         branches = self.facts.branches
         i = bisect.bisect_right(self.starts, offset)
-        found = [b for b in branches[:i] if b.start_byte <= offset < b.end_byte]
+        parents = self.parents
+        if parents is None:
+            return [b for b in branches[:i] if b.start_byte <= offset < b.end_byte]
+        # Up the chain from the last branch that starts before `offset`: the branches that
+        # contain it are among its ancestors (a lookup in a header of thousands of branches
+        # no longer reads them all).
+        found = []
+        i -= 1
+        while i >= 0:
+            branch = branches[i]
+            if offset < branch.end_byte:
+                found.append(branch)
+            i = parents[i]
+        found.reverse()
         return found
+
+    @property
+    def parents(self) -> list[int] | None:
+        """Per branch, the index of the innermost branch around it (-1: none); None when
+        the branches do not nest (never, from preprocessor_facts: conditionals nest)."""
+        if self._parents is None:
+            nesting = _nesting(self.facts.branches)
+            self._parents = False if nesting is None else nesting
+        return None if self._parents is False else self._parents
+
+
+def _nesting(branches: tuple[Branch, ...]) -> list[int] | None:
+    parents: list[int] = []
+    around: list[int] = []  # the branches that contain the current one, innermost last
+    previous_start = -1
+    for i, branch in enumerate(branches):
+        if branch.start_byte <= previous_start or branch.end_byte < branch.start_byte:
+            return None
+        previous_start = branch.start_byte
+        while around and branches[around[-1]].end_byte <= branch.start_byte:
+            around.pop()
+        if around and branch.end_byte > branches[around[-1]].end_byte:
+            return None  # overlaps the branch around it without nesting in it
+        parents.append(around[-1] if around else -1)
+        around.append(i)
+    return parents
 
 
 class ProjectFacts:

@@ -243,7 +243,7 @@ class Context:
         cached = self._locals.get(fn.start)
         if cached is not None:
             return cached
-        from portcheck.checks.syntax import descendants, text
+        from portcheck.checks.syntax import text
 
         found: dict[str, str] = {}
         body = self.data[fn.start : fn.end]
@@ -256,7 +256,8 @@ class Context:
         while node is not None and node.start_byte > fn.start:
             node = node.parent
         if node is not None:
-            for declarator in descendants(node, "init_declarator"):
+            declarators, parameters = _declarations(node)
+            for declarator in declarators:
                 name_node = declarator.child_by_field_name("declarator")
                 value = declarator.child_by_field_name("value")
                 if name_node is None or name_node.type != "identifier" or value is None:
@@ -273,7 +274,7 @@ class Context:
                 found[name] = (
                     text(value) if constant and assigned <= 1 and name not in found else ""
                 )
-            for parameter in descendants(node, "parameter_declaration"):
+            for parameter in parameters:
                 name_node = parameter.child_by_field_name("declarator")
                 if name_node is not None and name_node.type == "identifier":
                     found[text(name_node)] = ""
@@ -420,3 +421,21 @@ def run_checks(ctx: Context, ignore: frozenset[str] = frozenset()) -> list[Findi
     kept = [f for f in ctx.findings if not suppressed(f, suppressions)]
     kept.sort(key=lambda f: (f.span.start_byte, f.id))
     return kept
+
+
+def _declarations(node: Any) -> tuple[list[Any], list[Any]]:
+    """The `init_declarator` and the `parameter_declaration` nodes under `node`, each in
+    the order `syntax.descendants` gives them, from one walk of the tree (a function body
+    is walked once, not once per kind)."""
+    declarators: list[Any] = []
+    parameters: list[Any] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        kind = current.type
+        if kind == "init_declarator":
+            declarators.append(current)
+        elif kind == "parameter_declaration":
+            parameters.append(current)
+        stack.extend(current.children)
+    return declarators, parameters
