@@ -480,6 +480,11 @@ def _write_output(output: Path, content: str | Iterable[str]) -> None:
     help="The ROCm release the output must build with (e.g. 5.7: the warp builtins without "
     "masks). Default: the newest the rule set knows.",
 )
+@click.option(
+    "--gpu",
+    metavar="ARCH|PRODUCT",
+    help="The AMD GPU the output is for: markers name only what is a problem on it.",
+)
 def translate_command(
     path: Path,
     output: Path | None,
@@ -489,6 +494,7 @@ def translate_command(
     compare: str | None,
     exclude: tuple[str, ...],
     rocm: str | None,
+    gpu: str | None,
 ) -> None:
     """Translate CUDA under PATH to HIP: a file gives a file, a folder a mirrored folder."""
     from portcheck.paths import display_path
@@ -503,6 +509,7 @@ def translate_command(
             diff_only=diff_only,
             compare=compare,
             rocm=rocm,
+            gpu=gpu,
         )
     except TranslateError as exc:
         click.echo(f"Error: {exc}", err=True)

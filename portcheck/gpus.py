@@ -633,16 +633,19 @@ def _describe_family(members: list[GpuProfile]) -> str:
     return labels[0] if len(labels) == 1 else f"{labels[0]}–{labels[-1]}"
 
 
+@lru_cache(maxsize=1)  # the table is loaded once; messages ask for this per finding
 def describe_wave64() -> str:
     """The GPUs whose wavefronts are always 64 wide: "wave64 GPUs: MI100-MI355X, Vega" (en dash)."""
     return f"wave64 GPUs: {describe_gpus(gpus_where(lambda g: g.is_wave64_only))}"
 
 
+@lru_cache(maxsize=1)  # the table is loaded once; messages ask for this per finding
 def describe_wave32() -> str:
     """The GPUs HIP compiles 32-wide by default: "wave32 GPUs: RX 5700 XT-RX 9070 XT" (en dash)."""
     return f"wave32 GPUs: {describe_gpus(gpus_where(lambda g: g.is_wave32_default))}"
 
 
+@lru_cache(maxsize=1)  # the table is loaded once; messages ask for this per finding
 def describe_unified_memory() -> str:
     """The GPUs that share memory with the CPU (APUs), product by product."""
     shared = gpus_where(lambda g: g.unified_memory, products=True)

@@ -244,3 +244,21 @@ def test_translation_for_an_older_rocm_writes_the_maskless_warp_builtins(tmp_pat
     assert old.files[0].replacements >= 3
     translate(source, tmp_path / "new.hip")
     assert "__shfl_down_sync(0xffffffffu, v, o)" in (tmp_path / "new.hip").read_text()
+
+
+def test_markers_name_only_what_is_a_problem_on_the_chosen_gpu(tmp_path):
+    """On a 32-wide RDNA GPU (RX 7900 XTX, gfx1100: rules/gpus.yaml) a 32-lane warp is
+    right, so the translation for it carries no warp-width marker; for MI300X it does."""
+    from portcheck.translate import translate
+
+    source = tmp_path / "lane.cu"
+    source.write_text(
+        "__global__ void lanes(int* out) {\n"
+        "    int lane = threadIdx.x % 32;\n"
+        "    out[threadIdx.x] = lane;\n"
+        "}\n"
+    )
+    translate(source, tmp_path / "rdna.hip", gpu="rx7900xtx")
+    translate(source, tmp_path / "cdna.hip", gpu="mi300x")
+    assert "warp-size-assumption" not in (tmp_path / "rdna.hip").read_text()
+    assert "warp-size-assumption" in (tmp_path / "cdna.hip").read_text()

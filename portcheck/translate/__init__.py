@@ -27,9 +27,11 @@ from portcheck.checks import resolve_ignores
 from portcheck.discover import Candidate, discover, read_candidate
 from portcheck.filescan import FileScanner
 from portcheck.model import Skipped
+from portcheck.options import ScanError, target_profile
 from portcheck.paths import display_path
 from portcheck.resources import replace_file
 from portcheck.ruleset import RuleSet, default_rules
+from portcheck.target import TargetProfile
 from portcheck.translate.builtin import Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
 from portcheck.translate.tree import TreeFile, TreeLink, open_input, read_source, walk
@@ -280,13 +282,16 @@ def translate(
     rules: RuleSet | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     rocm: str | None = None,
+    gpu: str | None = None,
 ) -> TranslationReport:
     """Translate a CUDA file (to the file `out`) or tree (mirrored into the folder `out`).
 
     With `diff_only`, nothing is written and each FileResult carries a unified diff.
     `rocm`: the ROCm release the output must build with (default: the newest the rules
     know); names it lacks are written the way that release spells them where HIP has
-    another spelling (the mask-less warp builtins before 6.2).
+    another spelling (the mask-less warp builtins before 6.2). `gpu`: the AMD GPU the
+    output is for; the marker comments then name only what is a problem on that GPU (no
+    warp-width marker on a 32-wide RDNA GPU).
     """
     source = Path(path)
     out_path = None if out is None else Path(out)
@@ -305,6 +310,10 @@ def translate(
                 f"{needed} was not found on PATH or in $ROCM_PATH/bin; install ROCm's HIPIFY "
                 "(or put its bin/ on PATH), or use --engine builtin"
             )
+    try:
+        target = target_profile(None, gpu)
+    except ScanError as exc:
+        raise TranslateError(str(exc)) from None
     loaded = rules if rules is not None else default_rules()
     try:
         for_release = loaded.at_rocm(rocm) if rocm else loaded
@@ -345,7 +354,7 @@ def translate(
                 skipped = True
             elif raw is not None:
                 written_as = out_path.name if single_file and out_path else entry.relpath
-                result = _translate_file(scanner, entry.candidate, raw, engine, compare)
+                result = _translate_file(scanner, entry.candidate, raw, engine, compare, target)
                 if diff_only:
                     result.diff = _unified_diff(entry.relpath, raw, result.text)
                 elif writer is not None:
@@ -387,11 +396,16 @@ def _single_file(source: Path) -> Iterator[TreeFile | Skipped]:
 
 
 def _translate_file(
-    scanner: FileScanner, candidate: Candidate, raw: bytes, engine: str, compare: str | None
+    scanner: FileScanner,
+    candidate: Candidate,
+    raw: bytes,
+    engine: str,
+    compare: str | None,
+    target: TargetProfile,
 ) -> FileResult:
-    result = _translate_one(scanner, candidate, raw, engine)
+    result = _translate_one(scanner, candidate, raw, engine, target)
     if compare is not None:
-        other = _translate_one(scanner, candidate, raw, compare)
+        other = _translate_one(scanner, candidate, raw, compare, target)
         result.compared_with = compare
         result.disagreements = disagreements(result.text, other.text)
     return result
@@ -427,12 +441,16 @@ def disagreements(ours: bytes, theirs: bytes) -> list[tuple[int, str, str]]:
 
 
 def _translate_one(
-    scanner: FileScanner, candidate: Candidate, raw: bytes, engine: str
+    scanner: FileScanner, candidate: Candidate, raw: bytes, engine: str, target: TargetProfile
 ) -> FileResult:
     if engine == "builtin":
         # The scanner hashes and prints the name: give it one that is always valid text.
         translation: Translation = translate_source(
-            scanner, display_path(candidate.relpath), candidate.language, raw
+            scanner,
+            display_path(candidate.relpath),
+            candidate.language,
+            raw,
+            judge=target.judge,
         )
         result = FileResult(
             path=candidate.relpath,

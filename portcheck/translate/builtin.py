@@ -14,6 +14,7 @@ recorded in `inserted_lines` so diagnostics can be mapped back to the CUDA sourc
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from portcheck.checks.device import ARCH_COMPARISON
@@ -322,6 +323,7 @@ def translate_source(
     raw: bytes,
     add_markers: bool = True,
     scan: FileScan | None = None,
+    judge: Callable[[Finding], Finding] | None = None,
 ) -> Translation:
     """Translate one file's bytes to HIP (`scan`: these bytes' FileScan when a scan has
     made it already).
@@ -345,7 +347,10 @@ def translate_source(
             replacements += 1
             edits += found
     edits += _duplicate_includes(scan.uses, edits, data)
-    markers = _marker_inserts(data, scan.findings) if add_markers else []
+    marked = scan.findings
+    if judge is not None:  # only what is a problem on the chosen GPU gets a marker
+        marked = [f for f in map(judge, marked) if f.targets.hip is not Status.SUPPORTED]
+    markers = _marker_inserts(data, marked) if add_markers else []
     result = Translation(
         path, raw, replacements, len(markers), encoding=encoding, findings=scan.findings
     )
