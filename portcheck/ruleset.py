@@ -38,18 +38,7 @@ KINDS = frozenset({"function", "type", "enum", "macro", "namespace", "header", "
 FILE_KEYS = frozenset({"schema", "family", "title", "sources", "entries"})
 ENTRY_REQUIRED = frozenset({"cuda", "kind", "hip", "status", "source"})
 # since/deprecated/removed: CUDA versions; hip_*: ROCm releases, from HIP's own headers
-ENTRY_OPTIONAL = frozenset(
-    {
-        "since",
-        "deprecated",
-        "removed",
-        "notes",
-        "hip_added",
-        "hip_deprecated",
-        "hip_removed",
-        "experimental",
-    }
-)
+ENTRY_OPTIONAL = frozenset({*OPTIONAL_RULE_FIELDS, "experimental"})
 HIP_DATE_KEYS = ("hip_added", "hip_deprecated", "hip_removed")
 SOURCE_KEYS = frozenset({"project", "ref", "path", "url", "note"})
 INFERRED_PREFIX = "inferred:"
