@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
-from portcheck.checks import Context, FunctionInfo, merged_ranges, run_checks
+from portcheck.checks import Context, FunctionInfo, merged_ranges, registered_checks, run_checks
 from portcheck.constexpr_if import constexpr_branches
 from portcheck.discover import looks_like_cuda
 from portcheck.extract import C_LIBRARY_NAMES, CUDA_SHAPE, Extraction, Extractor, guess_family
@@ -103,8 +103,10 @@ class FileScanner:
 
     def prepare(self) -> None:
         """Build the lookup tables and compile the queries now (before worker processes
-        fork, so they inherit them instead of each building its own)."""
+        fork, so they inherit them instead of each building its own), and import the
+        CUDA checks (each worker importing them on its first file cost ~0.05 s apiece)."""
         self.extractor.prepare()
+        registered_checks(Language.CUDA)
 
     def scan(self, path: str, language: Language, raw: bytes) -> FileScan:
         """One file's FileScan; `path` is relative to the scanned folder."""

@@ -7,13 +7,9 @@ package index URLs the manifest points at; nothing is installed or resolved.
 
 from __future__ import annotations
 
-import configparser
 import re
-import tomllib
 from dataclasses import dataclass, field
 from typing import Any
-
-import yaml
 
 from portcheck.model import Language
 
@@ -122,6 +118,8 @@ def _table(doc: dict[str, Any], key: str) -> dict[str, Any]:
 
 def parse_pyproject(text: str) -> Manifest:
     manifest = Manifest()
+    import tomllib  # here: most scans read no TOML (~15 ms per worker process)
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -159,6 +157,8 @@ def parse_pyproject(text: str) -> Manifest:
 
 def parse_setup_cfg(text: str) -> Manifest:
     manifest = Manifest()
+    import configparser
+
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text)
@@ -186,6 +186,8 @@ def parse_setup_cfg(text: str) -> Manifest:
 def parse_conda(text: str) -> Manifest:
     """environment.yml: conda specs, a nested `pip:` list, and channels."""
     manifest = Manifest()
+    import yaml  # here: PyYAML costs ~60 ms to import, and few trees have conda files
+
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as exc:
