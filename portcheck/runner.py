@@ -1,7 +1,8 @@
 """Running the per-file scans: in parallel processes, through the scan cache, in order.
 
 Owns: the process pool (fork: workers inherit the loaded rules and the FileScanner) fed in
-bounded batches so memory stays flat, the per-file time budget, how results travel back
+bounded batches so memory stays flat (with N jobs: N-1 workers, and this process scans a
+chunk itself whenever theirs are full), the per-file time budget, how results travel back
 from the workers, and giving FileScans back in the candidates' order, so a parallel run
 equals a serial one. What to read and what the cache holds is portcheck.cache's.
 """
@@ -195,7 +196,17 @@ def scan_candidates(
             return
         if pool is None:
             scanner.prepare()
-            pool = _make_pool(workers)
+            pool = _make_pool(workers - 1)
+        if len(in_flight) >= WINDOW_CHUNKS * (workers - 1):
+            # The workers have enough queued: this process scans the chunk itself (its
+            # results need no round trip through pickle) instead of waiting for theirs.
+            for (relpath, language, data), slot in zip(chunk, chunk_slots, strict=True):
+                key = slot[1]
+                slot[1] = scanned = scan_within(scanner, relpath, language, data, file_timeout)
+                if cache is not None and key and not isinstance(scanned, Skipped):
+                    fresh.append((key, _to_wire(scanned)))
+            chunk, chunk_slots, chunk_bytes = [], [], 0
+            return
         future = pool.apply_async(_scan_chunk, (chunk,))
         in_flight.append(future)
         for position, slot in enumerate(chunk_slots):
