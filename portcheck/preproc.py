@@ -21,7 +21,7 @@ import bisect
 import re
 from collections.abc import Callable, Iterable, Iterator
 from functools import lru_cache
-from typing import ClassVar, NamedTuple
+from typing import NamedTuple
 
 # Macros that are defined only when building for AMD GPUs (HIP-Clang/hipcc, ROCm builds of
 # the big frameworks). Sources: HIP programming guide, "HIP porting guide: identifying HIP
@@ -524,34 +524,41 @@ def tokens(expr: str) -> list[tuple[str, str]] | None:
     return found
 
 
-class _Parser:
-    """Precedence-climbing evaluation with three-valued results (None = unknown)."""
+# An expression is compiled once into a tree of closures (cached by its text), then run
+# against each configuration: conditions such as `defined(__CUDA_ARCH__)` recur in hundreds
+# of files and are evaluated for an AMD and an NVIDIA build (parsing each time was most of
+# the project's AMD-path analysis).
+Compiled = Callable[[Environment], Value]
 
-    BINARY: ClassVar[dict[str, int]] = {
-        "||": 1,
-        "&&": 2,
-        "|": 3,
-        "^": 4,
-        "&": 5,
-        "==": 6,
-        "!=": 6,
-        "<": 7,
-        ">": 7,
-        "<=": 7,
-        ">=": 7,
-        "<<": 8,
-        ">>": 8,
-        "+": 9,
-        "-": 9,
-        "*": 10,
-        "/": 10,
-        "%": 10,
-    }
+BINARY_PRECEDENCE = {
+    "||": 1,
+    "&&": 2,
+    "|": 3,
+    "^": 4,
+    "&": 5,
+    "==": 6,
+    "!=": 6,
+    "<": 7,
+    ">": 7,
+    "<=": 7,
+    ">=": 7,
+    "<<": 8,
+    ">>": 8,
+    "+": 9,
+    "-": 9,
+    "*": 10,
+    "/": 10,
+    "%": 10,
+}
 
-    def __init__(self, items: list[tuple[str, str]], env: Environment, in_if: bool) -> None:
+
+class _Compiler:
+    """Precedence climbing over the tokens, producing closures with three-valued results
+    (None = unknown). Raises ValueError or IndexError on text it does not read."""
+
+    def __init__(self, items: list[tuple[str, str]], in_if: bool) -> None:
         self.items = items
         self.position = 0
-        self.env = env
         self.in_if = in_if  # `#if`: an undefined name is 0; elsewhere it is unknown
         self.depth = 0
 
@@ -563,7 +570,7 @@ class _Parser:
         self.position += 1
         return item
 
-    def expression(self, level: int = 1) -> Value:
+    def expression(self, level: int = 1) -> Compiled:
         self.depth += 1
         if self.depth > 200:
             raise ValueError("expression too deep")
@@ -577,42 +584,35 @@ class _Parser:
                     raise ValueError("bad ternary")
                 self.take()
                 no = self.expression()
-                left = UNKNOWN if left is None else (yes if left else no)
+                left = _ternary(left, yes, no)
                 continue
-            precedence = self.BINARY.get(op or "")
+            precedence = BINARY_PRECEDENCE.get(op or "")
             if precedence is None or precedence < level:
                 break
             self.take()
             right = self.expression(precedence + 1)
-            left = _apply(op or "", left, right)
+            left = _binary(op or "", left, right)
         self.depth -= 1
         return left
 
-    def unary(self) -> Value:
+    def unary(self) -> Compiled:
         if self.position >= len(self.items):
             raise ValueError("unexpected end")
         kind, text = self.take()
         if text == "(":
-            value = self.expression()
+            inner = self.expression()
             if self.peek() == ")":
                 self.take()
-            return value
-        if text == "!":
-            value = self.unary()
-            return None if value is None else int(not value)
-        if text == "-":
-            value = self.unary()
-            return None if value is None else -value
-        if text == "~":
-            value = self.unary()
-            return None if value is None else (~value) & 0xFFFFFFFFFFFFFFFF
+            return inner
+        if text in ("!", "-", "~"):
+            return _unary(text, self.unary())
         if text == "+":
             return self.unary()
         if kind == "num":
-            return int(text, 0)
+            return _constant(int(text, 0))
         if kind == "name":
             if text in ("true", "false"):
-                return int(text == "true")
+                return _constant(int(text == "true"))
             if text == "defined":
                 parenthesised = self.peek() == "("
                 if parenthesised:
@@ -620,19 +620,11 @@ class _Parser:
                 _, name = self.take()
                 if parenthesised and self.peek() == ")":
                     self.take()
-                found = self.env(name)
-                if found is UNDEFINED:
-                    return 0
-                return None if found is None else 1
+                return _defined(name)
             if self.peek() == "(":  # a function-like macro: not evaluated
                 self._skip_call()
-                return UNKNOWN
-            found = self.env(text)
-            if found is UNDEFINED:
-                return 0 if self.in_if else UNKNOWN
-            if found is True:
-                return 1
-            return found if isinstance(found, int) and found is not True else UNKNOWN
+                return _constant(UNKNOWN)
+            return _name(text, self.in_if)
         raise ValueError(f"unexpected {text!r}")
 
     def _skip_call(self) -> None:
@@ -645,6 +637,59 @@ class _Parser:
                 depth -= 1
                 if depth == 0:
                     return
+
+
+def _constant(value: Value) -> Compiled:
+    return lambda env: value
+
+
+def _defined(name: str) -> Compiled:
+    def run(env: Environment) -> Value:
+        found = env(name)
+        if found is UNDEFINED:
+            return 0
+        return None if found is None else 1
+
+    return run
+
+
+def _name(name: str, in_if: bool) -> Compiled:
+    def run(env: Environment) -> Value:
+        found = env(name)
+        if found is UNDEFINED:
+            return 0 if in_if else UNKNOWN
+        if found is True:
+            return 1
+        return found if isinstance(found, int) else UNKNOWN
+
+    return run
+
+
+def _unary(op: str, operand: Compiled) -> Compiled:
+    def run(env: Environment) -> Value:
+        value = operand(env)
+        if value is None:
+            return None
+        if op == "!":
+            return int(not value)
+        return -value if op == "-" else (~value) & 0xFFFFFFFFFFFFFFFF
+
+    return run
+
+
+def _ternary(condition: Compiled, yes: Compiled, no: Compiled) -> Compiled:
+    def run(env: Environment) -> Value:
+        test, if_yes, if_no = condition(env), yes(env), no(env)  # every name is looked up
+        return UNKNOWN if test is None else (if_yes if test else if_no)
+
+    return run
+
+
+def _binary(op: str, left: Compiled, right: Compiled) -> Compiled:
+    def run(env: Environment) -> Value:
+        return _apply(op, left(env), right(env))
+
+    return run
 
 
 def _apply(op: str, left: Value, right: Value) -> Value:
@@ -681,18 +726,26 @@ def _apply(op: str, left: Value, right: Value) -> Value:
         return None
 
 
-def evaluate(expr: str, env: Environment, in_if: bool = True) -> Value:
-    """The value of a preprocessor condition or integer constant expression; None when it
-    depends on something unknown or is not an expression this evaluator reads."""
+@lru_cache(maxsize=8192)
+def compiled(expr: str, in_if: bool) -> Compiled | None:
+    """The expression as a function of the configuration; None when it has something
+    this evaluator does not read."""
     items = tokens(expr)
     if not items:
         return None
     try:
-        parser = _Parser(items, env, in_if)
-        value = parser.expression()
-        return value if parser.position == len(parser.items) else None
+        compiler = _Compiler(items, in_if)
+        run = compiler.expression()
     except (ValueError, IndexError):
         return None
+    return run if compiler.position == len(items) else None
+
+
+def evaluate(expr: str, env: Environment, in_if: bool = True) -> Value:
+    """The value of a preprocessor condition or integer constant expression; None when it
+    depends on something unknown or is not an expression this evaluator reads."""
+    run = compiled(expr, in_if)
+    return None if run is None else run(env)
 
 
 NAME = re.compile(r"[A-Za-z_]\w*")
