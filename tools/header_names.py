@@ -8,6 +8,10 @@ nvJPEG, cuFile, cuSPARSELt, from the NVIDIA wheels on PyPI that ship them), NVML
 hipFile). Each family file names the header, package and version it was read from.
 
     python tools/header_names.py --prefix 'npp|Npp|NPP_' HEADER... > names.yaml
+    python tools/header_names.py --prefix 'cuFile|CU_FILE_' --xmacro CUFILE_OP cufile.h
+
+`--xmacro NAME`: the header declares enumerators through an X-macro list
+(`CUFILE_OP(0, CU_FILE_SUCCESS, cufile success)`): its second arguments are enumerators.
 
 Prints YAML: {function: [...], type: [...], enum: [...], macro: [...]} with each name
 once, sorted. A name counts when it is declared: a function prototype, a typedef, a
@@ -29,7 +33,7 @@ COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 STRINGS = re.compile(r'"(?:\\.|[^"\\])*"')
 
 
-def c_names(text: str, prefix: re.Pattern[str]) -> dict[str, set[str]]:
+def c_names(text: str, prefix: re.Pattern[str], xmacro: str | None = None) -> dict[str, set[str]]:
     """Declared names of a C header whose name fits `prefix` (a regex matched at the
     name's start)."""
     text = STRINGS.sub('""', COMMENTS.sub(" ", text))
@@ -63,6 +67,10 @@ def c_names(text: str, prefix: re.Pattern[str]) -> dict[str, set[str]]:
         name = pointer.group(1) if pointer else statement.split()[-1].lstrip("*")
         if keep(name):
             found["type"].add(name)
+    if xmacro:
+        for name in re.findall(rf"\b{re.escape(xmacro)}\([^,()]+,\s*([A-Za-z_]\w*)", text):
+            if keep(name):
+                found["enum"].add(name)
     found["function"] -= found["type"] | found["macro"]  # `struct X (` never; macros win
     return found
 
@@ -84,13 +92,17 @@ def rust_names(text: str, prefix: re.Pattern[str]) -> dict[str, set[str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--prefix", required=True, help="regex the names must start with")
-    parser.add_argument("files", nargs="+", help="headers (.h) or bindgen files (.rs); - reads stdin")
+    parser.add_argument("--xmacro", help="an X-macro whose second arguments are enumerators")
+    parser.add_argument("files", nargs="+", help="headers (.h) or bindgen files (.rs)")
     args = parser.parse_args(argv)
     prefix = re.compile(args.prefix)
     merged: dict[str, set[str]] = {}
     for file in args.files:
-        text = sys.stdin.read() if file == "-" else Path(file).read_text("utf-8", "replace")
-        names = rust_names(text, prefix) if file.endswith(".rs") else c_names(text, prefix)
+        text = Path(file).read_text("utf-8", "replace")
+        if file.endswith(".rs"):
+            names = rust_names(text, prefix)
+        else:
+            names = c_names(text, prefix, args.xmacro)
         for kind, found in names.items():
             merged.setdefault(kind, set()).update(found)
     claimed: set[str] = set()
