@@ -60,7 +60,8 @@ CUDA_MARKERS: tuple[tuple[re.Pattern[bytes], bool], ...] = (
     (
         re.compile(
             rb"#\s*include\s*[<\"](?:cuda|cu(?:blas|rand|fft|sparse|solver|dnn|Complex|_fp16|_bf16)"
-            rb"|nvrtc|nvToolsExt|nvtx3|nccl|thrust/|cub/|cooperative_groups|mma\.h)"
+            rb"|nvrtc|nvToolsExt|nvtx3|nccl|thrust/|cub/|cooperative_groups|mma\.h"
+            rb"|npp|nvjpeg|nvml\.h|cufile\.h|cutlass/|cute/)"
         ),
         False,
     ),
@@ -69,6 +70,7 @@ CUDA_MARKERS: tuple[tuple[re.Pattern[bytes], bool], ...] = (
     (re.compile(rb"CU(?:device|context|module|function|stream|event|result|deviceptr)\b"), True),
     (re.compile(rb"cu(?:blas|sparse|solver|rand|fft|dnn)[A-Z_]"), True),
     (re.compile(rb"(?:nccl|nvrtc)[A-Z_]"), True),
+    (re.compile(rb"(?:npp[is]?|nvjpeg|nvml)[A-Z]\w*\s*\("), True),
     (re.compile(rb"__(?:global|device|host|CUDACC|CUDA_ARCH)__"), False),
     (re.compile(rb"<<<"), False),
 )

@@ -47,10 +47,14 @@ CUDA_SHAPE = re.compile(
     r"|CU[a-z]\w*|CU_[A-Z0-9_]+|CUDA_[A-Z0-9_]+|CUDART_[A-Z0-9_]+"
     r"|(?:cublasLt|cublas|cusparse|cusolver(?:Dn|Sp|Rf|Mg)?|curand|cufft|cudnn|nvrtc|nccl|nvtx)"
     r"(?:[A-Z]\w*|_\w+)"
-    r"|(?:CUBLAS|CUSPARSE|CUSOLVER|CURAND|CUFFT|CUDNN|NVRTC|NCCL|NVTX)_[A-Z0-9_]+"
+    # NVIDIA libraries whose names are never snake_case: `npp_count` is not NPP's
+    r"|(?:cupti|cutensor|nvjpeg|nvml|nvJitLink|nvPTXCompiler|nvvm|npp[is]?)[A-Z]\w*|Npp\w+"
+    r"|(?:CUBLAS|CUBLASLT|CUSPARSE|CUSPARSELT|CUSOLVER|CURAND|CUFFT|CUDNN|CUTENSOR|CUPTI|NVRTC"
+    r"|NCCL|NVTX|NVJPEG|NVML|NVJITLINK|NPP|CUFILE)_[A-Z0-9_]+"
+    r"|__nv_\w+"  # reserved identifiers: NVIDIA's (__nv_bfloat16, __nv_fp8_e4m3, …)
 )
 
-CUDA_SHAPE_FIRST = "cCnN"  # the first characters CUDA_SHAPE's alternatives can start with
+CUDA_SHAPE_FIRST = "cCnN_"  # the first characters CUDA_SHAPE's alternatives can start with
 
 CUDA_HEADER_SHAPE = re.compile(
     r"(?:cuda\w*|cu(?:blas|blasLt|rand|fft|sparse|solver\w*|dnn|tensor|Complex|_fp16|_bf16|_fp8)\w*"
@@ -64,6 +68,22 @@ CUDA_HEADER_SHAPE = re.compile(
 FAMILY_BY_PREFIX: tuple[tuple[str, str], ...] = (
     ("cublasLt", "cublaslt"),
     ("CUBLASLT", "cublaslt"),
+    ("cusparseLt", "cusparselt"),
+    ("CUSPARSELT", "cusparselt"),
+    ("cutensor", "cutensor"),
+    ("CUTENSOR", "cutensor"),
+    ("cuFile", "cufile"),
+    ("CUfile", "cufile"),
+    ("CU_FILE", "cufile"),
+    ("CUFILE", "cufile"),
+    ("nvjpeg", "nvjpeg"),
+    ("NVJPEG", "nvjpeg"),
+    ("nvml", "nvml"),
+    ("NVML", "nvml"),
+    ("npp", "npp"),
+    ("Npp", "npp"),
+    ("NPP", "npp"),
+    ("__nv_", "device"),
     ("cublas", "cublas"),
     ("CUBLAS", "cublas"),
     ("cusparse", "cusparse"),
@@ -643,6 +663,8 @@ class Extractor:
         # grammar sometimes takes a token of the macro body for the macro's name.
         if ptype == "enumerator":
             return parent.child_by_field_name("name") == node
+        if ptype == "reference_declarator":  # `cudaExternalMemory_t &cudaMem`: no field name
+            return parent.named_child_count == 1 and parent.named_children[0] == node
         if ptype in DECLARATOR_PARENTS:  # `cudaArray_t a, cudaTemp;` has several declarators
             return any(child == node for child in parent.children_by_field_name("declarator"))
         if ptype in ("struct_specifier", "class_specifier", "enum_specifier", "union_specifier"):

@@ -18,6 +18,7 @@ from portcheck.cache import (
     read_files,
     tree_key,
 )
+from portcheck.checks.apis import UNKNOWN_API
 from portcheck.discover import MAX_FILE_BYTES, Candidate, discover
 from portcheck.excerpts import read_excerpts
 from portcheck.filescan import FileScan, FileScanner
@@ -357,7 +358,15 @@ def _assemble(
             if place is None:
                 file_scored.append(use)
         file_findings = []
+        # An unknown-api finding sits at the first use of its name: it goes with the name
+        # when another file of the project defines it (the file's check could not know).
+        unknown_names = {u.span.start_byte: u.name for u in file_scan.uses if u.rule is None}
         for finding in [*file_scan.findings, *answers.get(path, ())]:
+            if (
+                finding.slug == UNKNOWN_API
+                and unknown_names.get(finding.span.start_byte) in own_names
+            ):
+                continue
             place = facts.placement(path, finding.span.start_byte)
             if place == "amd":
                 continue

@@ -109,6 +109,7 @@ from hip_headers import HipHeaders, History, TaggedRepo, git, load_hip_headers
 
 SCHEMA = "portcheck.rules/1"
 TOOLS_DIR = Path(__file__).resolve().parent
+FAMILIES_DIR = TOOLS_DIR / "families"  # curated family files (load_family_files)
 TARGETS = ("hip", "zluda", "scale")
 STATUSES = ("supported", "partial", "unsupported", "unknown")
 
@@ -768,6 +769,124 @@ def read_seed_names(path: Path) -> list[tuple[str, str]]:
 
 def load_yaml(path: Path) -> dict[str, Any]:
     return yaml.safe_load(path.read_text("utf-8")) or {}
+
+
+# --------------------------------------------------------------------------- family files
+#
+# tools/families/<family>.yaml: one curated file per family (or group of names) that no
+# parsed source covers, in the shape tools/families/README.md describes. Each becomes
+# manual_families-style entries, so the RuleBuilder treats them exactly like those.
+
+FAMILY_FILE_KEYS = frozenset(
+    {
+        "family",
+        "title",
+        "sources",
+        "defaults",
+        "hip_map",
+        "hip_declared",
+        "unversioned",
+        "names",
+        "entries",
+    }
+)
+FAMILY_NAME_KINDS = ("function", "type", "enum", "macro", "namespace", "header", "variable")
+
+
+def _camel(rest: str) -> str:
+    """DRIVER_NOT_INITIALIZED -> DriverNotInitialized."""
+    return "".join(part[:1] + part[1:].lower() for part in rest.split("_") if part)
+
+
+def _hip_spellings(name: str, hip_map: dict[str, Any]) -> list[str]:
+    """The HIP spellings `name` may have under a family's renaming rule, best first."""
+    spellings = []
+    for prefix, hip_prefix in hip_map.get("camel_enums", {}).items():
+        if name.startswith(prefix):
+            spellings.append(hip_prefix + _camel(name[len(prefix) :]))
+    for prefix, hip_prefix in hip_map.get("prefixes", {}).items():
+        if name.startswith(prefix):
+            spellings.append(hip_prefix + name[len(prefix) :])
+    return spellings
+
+
+def family_file_entries(path: Path, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The manual_families-style entries of one family file: its curated `entries`, then
+    one entry per enumerated name with the file's defaults (and, under `hip_map`, the
+    renamed HIP spelling when `hip_declared` lists it)."""
+    unknown = {k for k in data if not k.startswith("x_")} - FAMILY_FILE_KEYS  # x_*: anchors
+    if unknown:
+        raise SystemExit(f"{path}: unknown key(s) {sorted(unknown)}")
+    family = data["family"]
+    defaults = data.get("defaults", {})
+    inherited = {t: defaults[t] for t in TARGETS if t in defaults}
+    entries = [{**inherited, "family": family, **entry} for entry in data.get("entries", [])]
+    declared = set(data.get("hip_declared", []))
+    # CU_FILE_HANDLE_TYPE_OPAQUE_FD -> hipFileHandleTypeOpaqueFD: acronyms keep their case
+    by_folded = {spelling.lower(): spelling for spelling in declared}
+    hip_map = data.get("hip_map")
+    listed: dict[str, str] = {}
+    for kind, names in (data.get("names") or {}).items():
+        if kind not in FAMILY_NAME_KINDS:
+            raise SystemExit(f"{path}: names: unknown kind {kind!r}")
+        for name in names:
+            listed.setdefault(name, kind)
+            if data.get("unversioned") and kind == "function":
+                listed.setdefault(re.sub(r"_v\d+$", "", name), kind)
+    for name, kind in listed.items():
+        entry: dict[str, Any] = {"cuda": name, "family": family, "kind": kind}
+        entry.update({t: defaults[t] for t in TARGETS if t in defaults})
+        if hip_map is not None:
+            spellings = _hip_spellings(name, hip_map)
+            hip = next((s for s in spellings if s in declared), None) or next(
+                (by_folded[s.lower()] for s in spellings if s.lower() in by_folded), None
+            )
+            entry["hip_name"] = hip
+            if hip is not None:
+                entry["hip"] = hip_map["found"]
+        entries.append(entry)
+    return entries
+
+
+def load_family_files(directory: Path) -> dict[str, Any]:
+    """Titles, sources and entries of every tools/families/*.yaml, in file-name order."""
+    titles: dict[str, str] = {}
+    sources: dict[str, Any] = {}
+    entries: list[dict[str, Any]] = []
+    for path in sorted(directory.glob("*.yaml")):
+        data = load_yaml(path)
+        if data.get("title"):
+            titles[data["family"]] = data["title"]
+        for source_id, body in (data.get("sources") or {}).items():
+            if sources.get(source_id, body) != body:
+                raise SystemExit(f"{path}: source id {source_id!r} is defined twice, differently")
+            sources[source_id] = body
+        entries += family_file_entries(path, data)
+    return {"titles": titles, "sources": sources, "entries": entries}
+
+
+def merge_family_files(manual: dict[str, Any], directory: Path) -> dict[str, Any]:
+    """manual_families.yaml with the family files' sources and entries added (a name or a
+    source id defined in two places is an error); their titles join FAMILY_TITLES."""
+    extra = load_family_files(directory)
+    FAMILY_TITLES.update({k: v for k, v in extra["titles"].items() if k not in FAMILY_TITLES})
+    sources = dict(manual.get("sources") or {})
+    for source_id, body in extra["sources"].items():
+        if sources.get(source_id, body) != body:
+            raise SystemExit(
+                f"source id {source_id!r} differs in manual_families.yaml and {directory}"
+            )
+        sources[source_id] = body
+    seen = {entry["cuda"] for entry in manual.get("entries", [])}
+    for entry in extra["entries"]:
+        if entry["cuda"] in seen:
+            raise SystemExit(f"{entry['cuda']!r} is curated twice ({directory})")
+        seen.add(entry["cuda"])
+    return {
+        **manual,
+        "sources": sources,
+        "entries": [*manual.get("entries", []), *extra["entries"]],
+    }
 
 
 # --------------------------------------------------------------------------- HIP versions
@@ -1804,7 +1923,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help=argparse.SUPPRESS)  # the default now
     args = parser.parse_args(argv)
 
-    manual = load_yaml(TOOLS_DIR / "manual_families.yaml")
+    manual = merge_family_files(load_yaml(TOOLS_DIR / "manual_families.yaml"), FAMILIES_DIR)
     facts = load_yaml(TOOLS_DIR / "target_facts.yaml")
     repos = {
         option: GitRepo(getattr(args, option.replace("-", "_")), project)

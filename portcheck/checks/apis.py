@@ -83,7 +83,14 @@ MODULE_LOADS = frozenset(
     }
 )
 # Families whose ROCm counterpart has a different API: renaming is not a port.
-MANUAL_PORT_FAMILIES = {"cudnn": "MIOpen", "cublaslt": "hipBLASLt"}
+MANUAL_PORT_FAMILIES = {
+    "cudnn": "MIOpen",
+    "cublaslt": "hipBLASLt",
+    "nvjpeg": "rocJPEG",
+    "npp": "RPP (ROCm Performance Primitives) or HIP kernels",
+    "nvml": "AMD SMI",
+    "cutlass": "composable_kernel or rocWMMA",
+}
 MANUAL_PORT_HEADERS = {"cudnn.h": "cudnn", "cublasLt.h": "cublaslt"}
 # Names reported by a more specific hazard are not repeated as unsupported-api.
 SPECIFIC = MANAGED | TEXTURE_REFERENCES | COOPERATIVE | MODULE_LOADS | {"asm", "<<<>>>"}
@@ -208,3 +215,48 @@ def _why_unsupported(use: Use) -> str:
         reason = (rule.notes or "").split(" | ", 1)[0]
         return f"`{use.name}` (HIP `{rule.hip}`): {reason}"
     return f"`{use.name}` has no HIP equivalent"
+
+
+UNKNOWN_API = "unknown-api"
+
+
+@hazard(UNKNOWN_API)
+def unknown_api(ctx: Context) -> None:
+    """One finding per unknown CUDA-shaped name per file, at its first use: the question
+    ("what is this, and does AMD have it?") is asked once per name, not at every call.
+    Names the project itself defines are dropped later, with the whole project's
+    definitions (portcheck.scan); here only the file's own scoping has been applied."""
+    counts: Counter[str] = Counter()
+    first: dict[str, Use] = {}
+    for use in ctx.uses:
+        if use.rule is not None:
+            continue
+        if use.kind == "header" and ctx.data[use.span.start_byte : use.span.start_byte + 1] == b'"':
+            # `#include "cublas_wrappers.h"`: a quoted include names a project file first;
+            # NVIDIA's headers the rules do not know are reported when included as <…>.
+            continue
+        if use.family in MANUAL_PORT_FAMILIES:
+            continue  # an unlisted NPP primitive, say: library-port names the library
+        if _only_tested_for_definition(ctx.data, use.span.start_byte):
+            continue  # `#ifdef CUDA_INIT_D3D9`: a build switch, whoever defines it
+        counts[use.name] += 1
+        first.setdefault(use.name, use)
+    for name, use in first.items():
+        times = f" ({counts[name]} uses in this file)" if counts[name] > 1 else ""
+        ctx.report(
+            use.span.start_byte,
+            use.span.end_byte,
+            f"`{name}` looks like a CUDA API but portcheck's rule set does not know it{times}; "
+            "check what it does and whether ROCm has it",
+            once_per_line=False,
+        )
+
+
+_DEFINITION_TEST = re.compile(rb"(?:^[ \t]*#[ \t]*(?:ifdef|ifndef)|\bdefined[ \t]*\(?)[ \t]*$")
+
+
+def _only_tested_for_definition(data: bytes, offset: int) -> bool:
+    """Is the name at `offset` the operand of `#ifdef`/`#ifndef`/`defined`? Such a use
+    asks whether some build defines it, not what it is."""
+    line_start = data.rfind(b"\n", 0, offset) + 1
+    return _DEFINITION_TEST.search(data[line_start:offset]) is not None

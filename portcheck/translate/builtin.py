@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from portcheck.checks.apis import UNKNOWN_API
 from portcheck.checks.device import ARCH_COMPARISON
 from portcheck.extract import ASM_NAME, LAUNCH_NAME
 from portcheck.filescan import FileScan, FileScanner
@@ -347,7 +348,9 @@ def translate_source(
             replacements += 1
             edits += found
     edits += _duplicate_includes(scan.uses, edits, data)
-    marked = scan.findings
+    # unknown-api is left out of the markers: whether the project defines the name itself
+    # (CUDA_CHECK in a header) is known only to a whole-project scan, not file by file.
+    marked = [f for f in scan.findings if f.slug != UNKNOWN_API]
     if judge is not None:  # only what is a problem on the chosen GPU gets a marker
         marked = [f for f in map(judge, marked) if f.targets.hip is not Status.SUPPORTED]
     markers = _marker_inserts(data, marked) if add_markers else []
