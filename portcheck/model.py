@@ -839,6 +839,10 @@ class Report:
     # Per route: its verdict, coverage and blockers (docs/scoring.md).
     routes: Mapping[str, RouteAssessment] = field(default_factory=dict)
     optional: tuple[OptionalComponent, ...] = ()  # components behind a build switch
+    # Per route: effort hours by folder (score.directory_of), most first.
+    effort_by_directory: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # Names used only in NVIDIA-only code that has an AMD path: no work on HIP (not in the JSON).
+    alternative_names: frozenset[str] = frozenset()
 
     @property
     def lines(self) -> int:
@@ -892,6 +896,9 @@ class Report:
             "not_applicable": dict(self.not_applicable),
             "routes": {route: r.to_dict() for route, r in self.routes.items()},
             "optional": [component.to_dict() for component in self.optional],
+            "effort_by_directory": {
+                route: dict(hours) for route, hours in self.effort_by_directory.items()
+            },
         }
         if self.new_finding_indices is not None:
             summary["new_findings"] = len(self.new_finding_indices)

@@ -411,6 +411,11 @@ def _assemble(
         work_items=scored.work_items,
         routes=scored.routes,
         optional=scored.optional,
+        effort_by_directory=scored.by_directory,
+        alternative_names=frozenset(
+            {p.use.name for p in placed if p.amd_alternative}
+            - {p.use.name for p in placed if not p.amd_alternative}
+        ),
         amd_paths=tuple(facts.amd_paths()),
         excerpts=read_excerpts(root, findings),
     )

@@ -255,11 +255,32 @@ class Placed:
 
 @dataclass(frozen=True)
 class ProjectScore:
+    """Everything the Report states about the scores, built by score_project."""
+
     scores: dict[str, int | None]
     effort: dict[str, Effort]
     work_items: dict[str, WorkItems]
     routes: dict[str, RouteAssessment]
     optional: tuple[OptionalComponent, ...]
+    by_directory: dict[str, dict[str, float]]  # route -> folder -> hours
+
+
+def directory_of(path: str) -> str:
+    """The folder a work item is charted under: its file's folder, at most two deep
+    (`src/ggml-cuda`); "." for a file at the top."""
+    parts = path.split("/")[:-1]
+    return "/".join(parts[:2]) or "."
+
+
+def _hours_by_directory(items: Iterable[WorkItem], target: str) -> dict[str, float]:
+    """A route's hours by folder: a hazard where its file is, a name where it is first used."""
+    hours: dict[str, float] = {}
+    for item in items:
+        spent = item_hours(item.kind, item.status, target)
+        if spent:
+            folder = directory_of(item.path)
+            hours[folder] = hours.get(folder, 0.0) + spent
+    return {folder: round(h, 2) for folder, h in sorted(hours.items(), key=lambda kv: -kv[1])}
 
 
 def _counts(target: str, alternative: bool) -> bool:
@@ -303,7 +324,7 @@ def score_project(
     not_applicable: Mapping[str, str],
 ) -> ProjectScore:
     """Scores, effort, work items, verdicts and optional components of a project."""
-    result = ProjectScore({}, {}, {}, {}, ())
+    result = ProjectScore({}, {}, {}, {}, (), {})
     nothing = not uses and not findings
     if not any(not p.optional for p in uses) and not any(not f.optional for f in findings):
         # Every CUDA construct sits behind one build switch or another: those switches
@@ -322,6 +343,7 @@ def score_project(
         )
         estimate = _effort(((i.kind, i.status) for i in items.values()), target)
         result.effort[target] = estimate
+        result.by_directory[target] = _hours_by_directory(items.values(), target)
         result.work_items[target] = _work_item_counts(items.values())
         if target in not_applicable:
             verdict, score, coverage = "not-applicable", None, None
@@ -335,7 +357,7 @@ def score_project(
         result.scores[target] = score
         result.routes[target] = RouteAssessment(verdict, coverage, blockers)
     optional = _optional_components(uses, findings, targets)
-    return ProjectScore(result.scores, result.effort, result.work_items, result.routes, optional)
+    return replace(result, optional=optional)
 
 
 def _work_item_counts(items: Iterable[WorkItem]) -> WorkItems:

@@ -490,6 +490,23 @@ def _by_route(record: Record) -> Field:
     return Field(lambda by_route: {r: record.encode(v) for r, v in by_route.items()}, decode)
 
 
+def _decode_hours_by_directory(value: Any) -> dict[str, dict[str, float]]:
+    if type(value) is not dict:
+        raise _bad("expected hours by folder per route")
+    decoded = {}
+    for route, hours in value.items():
+        if type(hours) is not dict:
+            raise _bad("expected hours by folder")
+        decoded[_check_str(route)] = {
+            _check_str(folder): _decode_float(h) for folder, h in hours.items()
+        }
+    return decoded
+
+
+HOURS_BY_DIRECTORY = Field(
+    lambda by_route: {route: dict(hours) for route, hours in by_route.items()},
+    _decode_hours_by_directory,
+)
 OPTIONAL_COMPONENT = Record(
     OptionalComponent,
     [
@@ -708,6 +725,8 @@ _REPORT_FIELDS: list[tuple[str, Field]] = [
     ("not_applicable", REASONS),
     ("routes", _by_route(ROUTE_ASSESSMENT)),
     ("optional", OPTIONAL_COMPONENT.tuple),
+    ("effort_by_directory", HOURS_BY_DIRECTORY),
+    ("alternative_names", Field(sorted, lambda value: frozenset(_decode_strs(value)))),
 ]
 
 
