@@ -103,7 +103,7 @@
     name.textContent = label;
     var count = document.createElement("span");
     count.className = "group-count";
-    count.setAttribute("data-count", String(list.length));
+    count.setAttribute("data-findings", String(list.length));
     count.textContent = plural(list.length, "finding");
     var shown = document.createElement("span");
     shown.className = "group-shown";

@@ -37,12 +37,13 @@ READER_SESSION = """
   probe.counts = {};
   groups.forEach(function (g) {
     probe.counts[g.getAttribute("data-group")] =
-      parseInt(g.querySelector(".group-count").getAttribute("data-count"), 10);
+      parseInt(g.querySelector(".group-count").getAttribute("data-findings"), 10);
   });
   function visible() { return document.querySelectorAll("li.finding:not([hidden])").length; }
   function change(element, value) {
     element.value = value;
-    element.dispatchEvent(new Event(element.type === "search" ? "input" : "change", {bubbles: true}));
+    var kind = element.type === "search" ? "input" : "change";
+    element.dispatchEvent(new Event(kind, {bubbles: true}));
   }
   var bar = document.getElementById("finding-filters");
   var t0 = performance.now();
@@ -86,7 +87,8 @@ def large(tmp_path_factory):
 def test_every_finding_is_in_the_page_with_its_json_fingerprint(large):
     report, markup = large
     assert len(markup.encode("utf-8")) < MAX_BYTES
-    in_page = Counter(re.findall(r'<li class="finding"[^>]* data-fingerprint="([0-9a-f]+)"', markup))
+    rows = re.findall(r'<li class="finding"[^>]* data-fingerprint="([0-9a-f]+)"', markup)
+    in_page = Counter(rows)
     in_json = Counter(f["fingerprint"] for f in json.loads(report.to_json())["findings"])
     assert in_page == in_json
     assert "JSON report lists them all" not in markup and "Showing the first" not in markup
