@@ -594,6 +594,7 @@ def _directory_chart(view: ReportView) -> dict[str, object]:
     folders = [f for f, spent in sorted(totals.items(), key=lambda kv: -kv[1]) if spent > 0]
     shown, rest = folders[:MAX_DIRECTORIES], folders[MAX_DIRECTORIES:]
     labels = shown + ([f"{len(rest)} other folders"] if rest else [])
+    names = {folder: "(top folder)" if folder == "." else folder for folder in labels}
 
     def hours_of(route: str, label: str) -> float:
         if label in by_route[route]:
@@ -604,8 +605,8 @@ def _directory_chart(view: ReportView) -> dict[str, object]:
 
     largest = max((hours_of(r, label) for r in by_route for label in labels), default=0.0)
     space = EFFORT_WIDTH - EFFORT_LABEL - 70
-    bar = 7
-    row_height = bar * len(by_route) + 10
+    bar = 8
+    row_height = bar * len(by_route) + 8
     rows = []
     for index, label in enumerate(labels):
         y = 6 + index * row_height
@@ -622,7 +623,7 @@ def _directory_chart(view: ReportView) -> dict[str, object]:
                     "width": round(width, 2),
                 }
             )
-        rows.append({"label": label, "y": y, "bars": bars})
+        rows.append({"label": names[label], "y": y, "bars": bars})
     return {
         "rows": rows,
         "width": EFFORT_WIDTH,
