@@ -331,8 +331,9 @@ def score_project(
         # enable the CUDA code itself, which is what there is to port.
         uses = [Placed(p.use, p.amd_alternative) for p in uses]
         findings = [replace(f, optional="") for f in findings]
+    base: dict[str, dict[_Key, WorkItem]] = {}
     for target in map(str, targets):
-        items = _route_items(uses, findings, target, set())
+        items = base[target] = _route_items(uses, findings, target, set())
         coverage: int | None = None
         if not nothing:  # no items left: all of it already has an AMD path
             coverage = _percent(item.status for item in items.values()) if items else 100
@@ -356,7 +357,7 @@ def score_project(
             verdict, score = ("needs-work" if needs else "ready"), coverage
         result.scores[target] = score
         result.routes[target] = RouteAssessment(verdict, coverage, blockers)
-    optional = _optional_components(uses, findings, targets)
+    optional = _optional_components(uses, findings, targets, base)
     return replace(result, optional=optional)
 
 
@@ -369,37 +370,46 @@ def _work_item_counts(items: Iterable[WorkItem]) -> WorkItems:
 
 
 def _optional_components(
-    uses: Sequence[Placed], findings: Sequence[Finding], targets: Sequence[Target]
+    uses: Sequence[Placed],
+    findings: Sequence[Finding],
+    targets: Sequence[Target],
+    base: Mapping[str, Mapping[_Key, WorkItem]],
 ) -> tuple[OptionalComponent, ...]:
-    """Each build switch's component: what it adds to each route when enabled (the items
-    not already needed by the code every build compiles)."""
-    guards = sorted(
-        {p.optional for p in uses if p.optional} | {f.optional for f in findings if f.optional}
-    )
+    """Each build switch's component: what it adds to each route when enabled, i.e. its
+    own work items that the code every build compiles (`base`, per route) does not have."""
+    inside: dict[str, list[Placed]] = {}
+    guarded: dict[str, list[Finding]] = {}
+    for placed in uses:
+        if placed.optional:
+            inside.setdefault(placed.optional, []).append(placed)
+    for finding in findings:
+        if finding.optional:
+            guarded.setdefault(finding.optional, []).append(finding)
+    base_names = {
+        item.label for items in base.values() for item in items.values() if item.kind == "name"
+    }
     components = []
-    for guard in guards:
+    for guard in sorted(inside.keys() | guarded.keys()):
         costs: dict[str, OptionalCost] = {}
-        base_names: set[str] = set()
         for target in map(str, targets):
-            base = _route_items(uses, findings, target, set())
-            enabled = _route_items(uses, findings, target, {guard})
-            extra = [item for key, item in enabled.items() if key not in base]
-            base_names |= {item.label for item in base.values() if item.kind == "name"}
+            own = _route_items(inside.get(guard, []), guarded.get(guard, []), target, {guard})
+            extra = [item for key, item in own.items() if key not in base[target]]
             hours = round(sum(item_hours(i.kind, i.status, target) for i in extra), 1)
             blockers = tuple(_blocker(i, target) for i in extra if blocks(i.status, target))
             costs[target] = OptionalCost(hours=hours, blockers=blockers)
-        inside = [p for p in uses if p.optional == guard]
-        guarded = [f for f in findings if f.optional == guard]
-        only_here = {p.use.name for p in inside} - base_names
+        only_here = {p.use.name for p in inside.get(guard, [])} - base_names
         adds = any(cost.hours or cost.blockers for cost in costs.values())
-        if not (only_here or guarded or adds):
+        if not (only_here or guarded.get(guard) or adds):
             continue  # everything in it is needed anyway: enabling it costs nothing more
+        paths = {p.use.path for p in inside.get(guard, [])} | {
+            f.path for f in guarded.get(guard, [])
+        }
         components.append(
             OptionalComponent(
                 guard=guard,
-                paths=tuple(sorted({p.use.path for p in inside} | {f.path for f in guarded})),
+                paths=tuple(sorted(paths)),
                 names=tuple(sorted(only_here)),
-                findings=len(guarded),
+                findings=len(guarded.get(guard, [])),
                 if_enabled=costs,
             )
         )

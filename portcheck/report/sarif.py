@@ -20,7 +20,6 @@ LEVEL = {
     Severity.LOW: "note",
     Severity.INFO: "note",
 }
-INFORMATION_URI = "https://github.com/portcheck/portcheck"
 
 
 def report_to_sarif(report: Report) -> dict[str, object]:
@@ -52,7 +51,6 @@ def report_to_sarif(report: Report) -> dict[str, object]:
             "driver": {
                 "name": "portcheck",
                 "version": report.tool_version,
-                "informationUri": INFORMATION_URI,
                 "rules": rules,
             }
         },
