@@ -583,6 +583,18 @@ def _effort_chart(view: ReportView) -> dict[str, object]:
     }
 
 
+CHART_LABEL_CHARACTERS = 26  # what fits left of the bars; the full name is in the tooltip
+
+
+def _chart_label(folder: str) -> str:
+    """A folder as the chart names it: its end when it is long (`…/2_Concepts_and_Techniques`)."""
+    if folder == ".":
+        return "(top folder)"
+    if len(folder) <= CHART_LABEL_CHARACTERS:
+        return folder
+    return "…" + folder[-(CHART_LABEL_CHARACTERS - 1) :]
+
+
 def _directory_chart(view: ReportView) -> dict[str, object]:
     """Hours by folder, a bar per route: where the work is."""
     report = view.report
@@ -594,7 +606,7 @@ def _directory_chart(view: ReportView) -> dict[str, object]:
     folders = [f for f, spent in sorted(totals.items(), key=lambda kv: -kv[1]) if spent > 0]
     shown, rest = folders[:MAX_DIRECTORIES], folders[MAX_DIRECTORIES:]
     labels = shown + ([f"{len(rest)} other folders"] if rest else [])
-    names = {folder: "(top folder)" if folder == "." else folder for folder in labels}
+    names = {folder: _chart_label(folder) for folder in labels}
 
     def hours_of(route: str, label: str) -> float:
         if label in by_route[route]:
@@ -623,7 +635,7 @@ def _directory_chart(view: ReportView) -> dict[str, object]:
                     "width": round(width, 2),
                 }
             )
-        rows.append({"label": names[label], "y": y, "bars": bars})
+        rows.append({"label": names[label], "full": label, "y": y, "bars": bars})
     return {
         "rows": rows,
         "width": EFFORT_WIDTH,
