@@ -95,7 +95,9 @@ ROUTE_MODEL = {
     Target.ZLUDA: "no source change: what ZLUDA does not implement blocks; the rest is testing",
     Target.SCALE: "compiler coverage: what SCALE does not cover is reviewed or rewritten",
 }
-UNSUPPORTED_API = "unsupported-api"  # restates a name's status: the name is the work item
+# Hazards whose findings are the call sites of a name that is itself a work item (a name
+# with no HIP equivalent, a name the rule set does not know): counted once, as the name.
+NAME_HAZARDS = frozenset({"unsupported-api", "unknown-api"})
 
 
 def category(kind: str, status: Status, target: str) -> str | None:
@@ -140,7 +142,7 @@ _Key = tuple[str, ...]
 def _hazard_items(findings: Iterable[Hazard], target: str) -> dict[_Key, tuple[str, Status]]:
     items: dict[_Key, tuple[str, Status]] = {}
     for finding in findings:
-        if finding.slug == UNSUPPORTED_API:
+        if finding.slug in NAME_HAZARDS:
             continue
         key = ("hazard", finding.slug, finding.path)
         status = finding.targets[target]
@@ -177,7 +179,7 @@ def work_items(
                 "name", use.name, use.status[target], use.path, use.span.line
             )
     for finding in findings:
-        if finding.slug == UNSUPPORTED_API:
+        if finding.slug in NAME_HAZARDS:
             continue
         key: _Key = ("hazard", finding.slug, finding.path)
         status = finding.targets[target]

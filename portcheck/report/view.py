@@ -37,7 +37,7 @@ from portcheck.model import (
     WorkItems,
 )
 from portcheck.report import NOTHING_TO_SCORE, NOTHING_TO_SCORE_SENTENCE, nothing_to_score
-from portcheck.score import CREDIT, ROUTE_MODEL, UNSUPPORTED_API, WORST_FIRST
+from portcheck.score import CREDIT, NAME_HAZARDS, ROUTE_MODEL, WORST_FIRST
 from portcheck.score import item_hours as route_item_hours
 
 TARGET_TITLE = {Target.HIP: "HIP", Target.ZLUDA: "ZLUDA", Target.SCALE: "SCALE"}
@@ -337,12 +337,13 @@ class ReportView:
     def _hazard_hours(self, findings: list[Finding]) -> dict[str, float]:
         """One work item per file, at the worst verdict in that file (docs/scoring.md), in
         the code every build compiles; on HIP, findings in NVIDIA-only code with an AMD path
-        cost nothing; `unsupported-api` findings point at a name, which carries the hours."""
+        cost nothing; `unsupported-api` and `unknown-api` findings point at a name, which carries
+        the hours."""
         hours: dict[str, float] = {}
         for target in self.targets:
             by_file: dict[str, list[Finding]] = defaultdict(list)
             for finding in findings:
-                skipped = finding.optional or finding.slug == UNSUPPORTED_API
+                skipped = finding.optional or finding.slug in NAME_HAZARDS
                 if not skipped and not (finding.amd_alternative and target is Target.HIP):
                     by_file[finding.path].append(finding)
             verdicts = (worst(f.targets[target] for f in fs) for fs in by_file.values())
