@@ -752,6 +752,32 @@ def _say_if_toolchain_is_older(report: CompileReport, target: TargetProfile) -> 
         )
 
 
+@main.command("explain")
+@click.argument("hazard", metavar="ID|SLUG", required=False)
+@click.option("--list", "list_all", is_flag=True, help="List every hazard's id, slug and summary.")
+def explain_command(hazard: str | None, list_all: bool) -> None:
+    """Print a hazard's help page: why it breaks on AMD GPUs, an example, what to write
+    instead, the verdict per route (e.g. `portcheck explain PC005` or `launch-bounds`)."""
+    from portcheck.checks.docs import render_hazard_doc
+    from portcheck.checks.spec import catalogue, find_spec
+
+    if list_all:
+        for listed in sorted(catalogue().values(), key=lambda s: s.id):
+            click.echo(f"{listed.id}  {listed.slug:<28} {listed.summary}")
+        return
+    if hazard is None:
+        raise click.UsageError("give a hazard id or slug (e.g. PC005), or --list")
+    spec = find_spec(hazard)
+    if spec is None:
+        click.echo(
+            f"Error: no hazard {display_path(hazard)!r}: give an id such as PC005 or a slug "
+            "such as launch-bounds (`portcheck explain --list` lists them)",
+            err=True,
+        )
+        sys.exit(EXIT_USAGE)
+    click.echo(render_hazard_doc(spec), nl=False)
+
+
 @main.group("rules")
 def rules_group() -> None:
     """Look up the CUDA -> HIP / ZLUDA / SCALE rule set."""

@@ -401,8 +401,11 @@ class Finding(_FastPickle):
     kernels: tuple[str, ...] = ()  # kernels that reach this code (call graph)
     # Stable across edits elsewhere in the file: hazard, file and the line's own text.
     fingerprint: str = ""
-    # In NVIDIA-only code whose conditional already has an AMD path: no score, no effort.
+    # In NVIDIA-only code whose conditional already has an AMD path: no HIP score or effort.
     amd_alternative: bool = False
+    # The build switch this code is compiled only with (`GGML_USE_NCCL`): an optional
+    # component, costed apart from what every build needs; "" for mandatory code.
+    optional: str = ""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -411,6 +414,7 @@ class Finding(_FastPickle):
             "kernels": list(self.kernels),
             "fingerprint": self.fingerprint,
             "amd_alternative": self.amd_alternative,
+            "optional": self.optional or None,
         }
 
 
@@ -523,6 +527,81 @@ class WorkItems:
     @property
     def total(self) -> int:
         return sum(self.names.values()) + sum(self.hazards.values())
+
+
+@dataclass(frozen=True, slots=True)
+class RouteBlocker:
+    """A work item that stops a route outright (ZLUDA: a CUDA API or feature the unmodified
+    binary needs that ZLUDA does not implement), with the place it is first used."""
+
+    kind: str  # "name" or "hazard"
+    name: str  # the CUDA name, or the hazard's slug
+    path: str
+    line: int
+    reason: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "path": self.path,
+            "line": self.line,
+            "reason": self.reason,
+        }
+
+
+# A route's verdict: what a lead needs before any number (docs/scoring.md).
+VERDICT_NAMES = ("ready", "needs-work", "blocked", "not-applicable", "nothing-to-score")
+
+
+@dataclass(frozen=True, slots=True)
+class RouteAssessment:
+    """What one route needs, as its own model says (docs/scoring.md): the verdict, the
+    coverage (mean credit of the route's work items; the score unless blocked) and what
+    blocks it. Optional components are not in it (see OptionalComponent)."""
+
+    verdict: str  # one of VERDICT_NAMES
+    coverage: int | None  # None: not applicable, or nothing to score
+    blockers: tuple[RouteBlocker, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "verdict": self.verdict,
+            "coverage": self.coverage,
+            "blockers": [b.to_dict() for b in self.blockers],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class OptionalCost:
+    """What enabling an optional component adds on one route."""
+
+    hours: float
+    blockers: tuple[RouteBlocker, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return {"hours": self.hours, "blockers": [b.to_dict() for b in self.blockers]}
+
+
+@dataclass(frozen=True, slots=True)
+class OptionalComponent:
+    """Code compiled only when the build defines a switch (`#ifdef GGML_USE_NCCL`): not
+    in the routes' scores, reported with what it costs if enabled."""
+
+    guard: str  # the macro the build defines to enable it
+    paths: tuple[str, ...]  # the files it has code in
+    names: tuple[str, ...]  # CUDA names used only there
+    findings: int
+    if_enabled: Mapping[str, OptionalCost]  # per route
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "guard": self.guard,
+            "paths": list(self.paths),
+            "names": list(self.names),
+            "findings": self.findings,
+            "if_enabled": {route: cost.to_dict() for route, cost in self.if_enabled.items()},
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -757,6 +836,13 @@ class Report:
     target: ReportTarget = ReportTarget()
     # Routes that cannot serve the chosen GPU (score None), each with the reason.
     not_applicable: Mapping[str, str] = field(default_factory=dict)
+    # Per route: its verdict, coverage and blockers (docs/scoring.md).
+    routes: Mapping[str, RouteAssessment] = field(default_factory=dict)
+    optional: tuple[OptionalComponent, ...] = ()  # components behind a build switch
+    # Per route: effort hours by folder (score.directory_of), most first.
+    effort_by_directory: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    # Names used only in NVIDIA-only code that has an AMD path: no work on HIP (not in the JSON).
+    alternative_names: frozenset[str] = frozenset()
 
     @property
     def lines(self) -> int:
@@ -808,6 +894,11 @@ class Report:
             "effort": {target: e.to_dict() for target, e in self.effort.items()},
             "seconds": round(self.seconds, 3),
             "not_applicable": dict(self.not_applicable),
+            "routes": {route: r.to_dict() for route, r in self.routes.items()},
+            "optional": [component.to_dict() for component in self.optional],
+            "effort_by_directory": {
+                route: dict(hours) for route, hours in self.effort_by_directory.items()
+            },
         }
         if self.new_finding_indices is not None:
             summary["new_findings"] = len(self.new_finding_indices)

@@ -44,6 +44,19 @@ ARCH_COMPARISON = re.compile(r"__CUDA_ARCH__\s*(?:[<>]=?|==|!=)|(?:[<>]=?|==|!=)
 ATTRIBUTE_SPACES = frozenset({"device", "global"})  # `__attribute__((device))`
 DEVICE_QUALIFIER_TOKENS = frozenset({"__device__", "__global__"})
 MAX_DEPTH = 12
+# Switches that turn on the CUDA code itself (`HAVE_CUDA`, `GPU_ENABLED`), which is what
+# there is to port, not an optional part of it.
+CUDA_SWITCH = re.compile(
+    r"(?:^|_)(?:USE|WITH|ENABLE|HAVE|HAS|BUILD)_(?:CUDA|GPU|NVIDIA|CUBLAS)$"
+    r"|^(?:CUDA|GPU)_(?:ENABLED|FOUND|AVAILABLE|SUPPORT)$"
+)
+# Operating systems that compilers predefine without an underscore: a platform, not a part.
+OPERATING_SYSTEMS = frozenset({"WIN32", "WIN64", "linux", "unix", "APPLE", "MACOSX"})
+# Macros that headers define rather than the build: the CUDA toolkit's and its libraries'
+# (`CUSPARSEAPI`, `CUDA_INIT_D3D10`), and include guards (`CUBLAS_API_H_`).
+NOT_A_SWITCH = re.compile(
+    r"^(?:CU|NV|THRUST)[A-Z0-9_]*$|^(?:cu|nv)[A-Z]|_(?:H|HPP|CUH|INCLUDED)_*$"
+)
 
 
 class Pending(NamedTuple):
@@ -162,6 +175,7 @@ class ProjectFacts:
         self._depth = 0
         self._selectors: dict[str, tuple[frozenset[int], frozenset[int]] | None] = {}
         self._platform_names: dict[str, bool] = {}
+        self._options: dict[tuple[tuple[str, ...], str | None], str] = {}
         self.shuffle_widths = {n for ff in self.files.values() for n in ff.facts.shuffle_widths}
         self._builds_for_amd: bool | None = None
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
@@ -416,6 +430,65 @@ class ProjectFacts:
         if "nvidia" in kinds:
             return "nvidia"
         return None
+
+    def optional_guard(self, path: str, offset: int) -> str:
+        """The build switch that code at `offset` is compiled only with (`#ifdef
+        GGML_USE_NCCL`), or "" when every NVIDIA build compiles it: an optional component,
+        which the scores leave out and the reports cost apart (docs/scoring.md)."""
+        ff = self.files.get(path)
+        if ff is None or not ff.facts.branches:
+            return ""
+        for branch in ff.enclosing(offset):
+            guard = self._option_of(branch)
+            if guard:
+                return guard
+        return ""
+
+    def _option_of(self, branch: Branch) -> str:
+        """The build switch a branch is taken only with: a macro it tests that the
+        project never defines and that says nothing about the platform; "" if none. The
+        branch must be left out of a default NVIDIA build (every such switch undefined)
+        and taken once the switch is defined."""
+        key = (branch.prior, branch.test)
+        known = self._options.get(key)
+        if known is not None:
+            return known
+        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        switches = sorted({n for t in tests for n in names_in(t) if self._is_build_switch(n)})
+        found = ""
+        if switches:
+
+            def default(name: str) -> object:
+                return UNDEFINED if name in switches else self.macro(name, False)
+
+            if branch_condition_value(branch, default) == 0:
+                for switch in switches:
+
+                    def enabled(name: str, on: str = switch) -> object:
+                        return 1 if name == on else default(name)
+
+                    if branch_condition_value(branch, enabled) != 0:
+                        found = switch
+                        break
+        self._options[key] = found
+        return found
+
+    def _is_build_switch(self, name: str) -> bool:
+        """A macro only the build can define (`-DGGML_USE_NCCL`): not defined in the
+        project, not reserved to the compiler (`__CUDACC__`, `_WIN32`), not the toolkit's,
+        and not one that picks the platform or turns the CUDA code itself on."""
+        return not (
+            name.startswith("_")
+            or name in OPERATING_SYSTEMS
+            or NOT_A_SWITCH.search(name)
+            or name in self._macro_defs
+            or name in NVIDIA_ONLY
+            or name in NVIDIA_TOOLKIT_MACROS
+            or CUDA_SWITCH.search(name)
+            or self.is_platform_macro(name)
+            or looks_like_amd_guard(name)
+            or looks_like_nvidia_guard(name)
+        )
 
     def _marked_regions(self, path: str) -> list[tuple[int, int, str]]:
         """The byte ranges of a file that are AMD paths or NVIDIA-only code with an AMD

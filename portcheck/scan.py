@@ -55,7 +55,7 @@ from portcheck.runner import (
     fewer_collections,
     scan_candidates,
 )
-from portcheck.score import effort, project_scores, scores, work_item_counts
+from portcheck.score import Placed, effort, score_project, scores
 from portcheck.wire import WireError, decode_report, encode_report
 
 ProgressCallback = Callable[[int, int, str], None]  # (done, total, current path)
@@ -331,7 +331,9 @@ def _assemble(
     files: list[FileSummary] = []
     uses: list[Use] = []
     findings: list[Finding] = []
-    scored_uses: list[Use] = []  # not those in NVIDIA-only code that has an AMD path
+    placed: list[Placed] = []  # every use kept, with where it sits (for the scores)
+    hip = [t for t in targets if t is Target.HIP]
+    others = [t for t in targets if t is not Target.HIP]
     # Questions a file's checks left for the project (a constant defined elsewhere), then
     # the definitions that answered them, reported where a port changes them.
     answers: dict[str, list[Finding]] = {}
@@ -347,7 +349,7 @@ def _assemble(
             continue
         path = file_scan.path
         kept: list[Use] = []
-        file_scored: list[Use] = []
+        file_scored: list[Use] = []  # HIP's: not those in NVIDIA-only code with an AMD path
         for use in file_scan.uses:
             if not is_cuda(use):
                 continue
@@ -355,6 +357,9 @@ def _assemble(
             if place == "amd":
                 continue  # the project's own AMD code
             kept.append(use)
+            placed.append(
+                Placed(use, place == "nvidia", facts.optional_guard(path, use.span.start_byte))
+            )
             if place is None:
                 file_scored.append(use)
         file_findings = []
@@ -372,13 +377,16 @@ def _assemble(
                 continue
             if place == "nvidia":
                 finding = replace(finding, amd_alternative=True)
+            guard = facts.optional_guard(path, finding.span.start_byte)
+            if guard:
+                finding = replace(finding, optional=guard)
             finding = judge(finding)
             file_findings.append(attributed(finding) if finding.function else finding)
         file_findings.sort(key=lambda f: (f.span.start_byte, f.id))
         uses.extend(kept)
-        scored_uses.extend(file_scored)
         findings.extend(file_findings)
         counted = [f for f in file_findings if not f.amd_alternative]
+        file_scores = {**scores(file_scored, counted, hip), **scores(kept, file_findings, others)}
         files.append(
             FileSummary(
                 path=path,
@@ -388,16 +396,13 @@ def _assemble(
                 uses=len(kept),
                 findings=len(file_findings),
                 parse_errors=file_scan.parse_errors,
-                scores=scores(file_scored, counted, targets),
+                scores={str(t): file_scores[str(t)] for t in targets},
                 front_end=file_scan.front_end,
             )
         )
     kernels = _kernels_with_needs([k for s in scans for k in s.kernels], needs)
-    counted_findings = [f for f in findings if not f.amd_alternative]
     not_applicable = options.target.not_applicable(targets)
-    project_scores = _project_scores(uses, findings, scored_uses, counted_findings, targets)
-    for route in not_applicable:
-        project_scores[route] = None  # the route cannot run on the chosen GPU at all
+    scored = score_project(placed, findings, targets, not_applicable)
     return Report(
         python=_python_section(root, scans),
         root=display_path(root),
@@ -408,30 +413,21 @@ def _assemble(
         findings=tuple(findings),
         skipped=tuple(sorted(skipped, key=lambda s: s.path)),
         kernels=kernels,
-        scores=project_scores,
+        scores=scored.scores,
         target=options.target.for_report(),
         not_applicable=not_applicable,
-        effort=effort(scored_uses, counted_findings, targets),
-        work_items=work_item_counts(scored_uses, counted_findings, targets),
+        effort=scored.effort,
+        work_items=scored.work_items,
+        routes=scored.routes,
+        optional=scored.optional,
+        effort_by_directory=scored.by_directory,
+        alternative_names=frozenset(
+            {p.use.name for p in placed if p.amd_alternative}
+            - {p.use.name for p in placed if not p.amd_alternative}
+        ),
         amd_paths=tuple(facts.amd_paths()),
         excerpts=read_excerpts(root, findings),
     )
-
-
-def _project_scores(
-    uses: list[Use],
-    findings: list[Finding],
-    scored_uses: list[Use],
-    counted: list[Finding],
-    targets: tuple[Target, ...],
-) -> dict[str, int | None]:
-    """None for every route when there is no CUDA at all; 100 when all there is already has
-    an AMD path (nothing left to port); else the readiness of what is left."""
-    if not uses and not findings:
-        return project_scores([], [], targets)
-    if not scored_uses and not counted:
-        return {str(t): 100 for t in targets}
-    return project_scores(scored_uses, counted, targets)
 
 
 @dataclass(frozen=True, slots=True)

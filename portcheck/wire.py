@@ -25,6 +25,7 @@ from typing import Any
 from portcheck.checks import FunctionInfo
 from portcheck.filescan import FileScan
 from portcheck.model import (
+    VERDICT_NAMES,
     AmdPath,
     Dependency,
     Effort,
@@ -35,12 +36,16 @@ from portcheck.model import (
     Finding,
     Kernel,
     Language,
+    OptionalComponent,
+    OptionalCost,
     PyFinding,
     PyRule,
     PythonSection,
     PyUse,
     Report,
     ReportTarget,
+    RouteAssessment,
+    RouteBlocker,
     RouteVerdicts,
     Severity,
     Skipped,
@@ -288,6 +293,7 @@ FINDING = Record(
         ("kernels", STRS),
         ("fingerprint", STR),
         ("amd_alternative", BOOL),
+        ("optional", STR),
     ],
     _known_hazard,
 )
@@ -452,6 +458,64 @@ def _decode_work_items(value: Any) -> dict[str, WorkItems]:
 WORK_ITEMS_BY_TARGET = Field(
     lambda by_target: {t: WORK_ITEMS.encode(items) for t, items in by_target.items()},
     _decode_work_items,
+)
+ROUTE_BLOCKER = Record(
+    RouteBlocker, [("kind", STR), ("name", STR), ("path", STR), ("line", INT), ("reason", STR)]
+)
+
+
+def _decode_verdict(value: Any) -> str:
+    if value not in VERDICT_NAMES:
+        raise _bad("expected a route verdict")
+    return str(value)
+
+
+ROUTE_ASSESSMENT = Record(
+    RouteAssessment,
+    [
+        ("verdict", Field(_same, _decode_verdict)),
+        ("coverage", Field(_same, _decode_optional_int)),
+        ("blockers", ROUTE_BLOCKER.tuple),
+    ],
+)
+OPTIONAL_COST = Record(OptionalCost, [("hours", FLOAT), ("blockers", ROUTE_BLOCKER.tuple)])
+
+
+def _by_route(record: Record) -> Field:
+    def decode(value: Any) -> dict[str, Any]:
+        if type(value) is not dict:
+            raise _bad("expected a value per route")
+        return {_check_str(route): record.decode(item) for route, item in value.items()}
+
+    return Field(lambda by_route: {r: record.encode(v) for r, v in by_route.items()}, decode)
+
+
+def _decode_hours_by_directory(value: Any) -> dict[str, dict[str, float]]:
+    if type(value) is not dict:
+        raise _bad("expected hours by folder per route")
+    decoded = {}
+    for route, hours in value.items():
+        if type(hours) is not dict:
+            raise _bad("expected hours by folder")
+        decoded[_check_str(route)] = {
+            _check_str(folder): _decode_float(h) for folder, h in hours.items()
+        }
+    return decoded
+
+
+HOURS_BY_DIRECTORY = Field(
+    lambda by_route: {route: dict(hours) for route, hours in by_route.items()},
+    _decode_hours_by_directory,
+)
+OPTIONAL_COMPONENT = Record(
+    OptionalComponent,
+    [
+        ("guard", STR),
+        ("paths", STRS),
+        ("names", STRS),
+        ("findings", INT),
+        ("if_enabled", _by_route(OPTIONAL_COST)),
+    ],
 )
 EXCERPT = Record(Excerpt, [("path", STR), ("start_line", INT), ("lines", STRS)])
 FILE_SUMMARY = Record(
@@ -659,6 +723,10 @@ _REPORT_FIELDS: list[tuple[str, Field]] = [
     ("work_items", WORK_ITEMS_BY_TARGET),
     ("target", REPORT_TARGET.field),
     ("not_applicable", REASONS),
+    ("routes", _by_route(ROUTE_ASSESSMENT)),
+    ("optional", OPTIONAL_COMPONENT.tuple),
+    ("effort_by_directory", HOURS_BY_DIRECTORY),
+    ("alternative_names", Field(sorted, lambda value: frozenset(_decode_strs(value)))),
 ]
 
 
@@ -683,7 +751,7 @@ def decode_report(payload: bytes | str, rules: RuleSet) -> Report:
         names = {str(target) for target in targets}
         if set(values["scores"]) != names or not names <= set(values["effort"]):
             raise _bad("scores do not name the report's targets")
-        if not names <= set(values["work_items"]):
+        if not names <= set(values["work_items"]) or set(values["routes"]) != names:
             raise _bad("work items do not name the report's targets")
         return Report(targets=targets, uses=tuple(decode_uses(doc["uses"], rules)), **values)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import tempfile
@@ -34,6 +35,46 @@ def expected_uses(path: Path) -> Counter[tuple[str, int]]:
     return expected
 
 
+@pytest.fixture(autouse=True)
+def _json_reports_match_their_schema(monkeypatch):
+    """Every JSON report a test makes in this process is checked against the schema the
+    package publishes (portcheck/report/report.schema.json), as it is written."""
+    from portcheck.model import Report
+
+    original = Report.iter_json
+
+    def checked(self):
+        pieces = []
+        for piece in original(self):
+            pieces.append(piece)
+            yield piece
+        assert_valid_report("".join(pieces))
+
+    monkeypatch.setattr(Report, "iter_json", checked)
+
+
+def assert_valid_report(text: str) -> None:
+    """Fail with the first few schema errors, each with where it is in the document."""
+    import json
+
+    errors = sorted(_report_validator().iter_errors(json.loads(text)), key=lambda e: e.path)
+    listed = "; ".join(f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5])
+    assert not errors, f"JSON report does not match report.schema.json: {listed}"
+
+
+_VALIDATOR = []
+
+
+def _report_validator():
+    if not _VALIDATOR:
+        from jsonschema import Draft202012Validator
+
+        from portcheck.report.json import json_schema
+
+        _VALIDATOR.append(Draft202012Validator(json_schema()))
+    return _VALIDATOR[0]
+
+
 @pytest.fixture(scope="session")
 def rules():
     from portcheck.ruleset import default_rules
@@ -60,7 +101,7 @@ def run_portcheck(*args, env=None, timeout=120):
     import subprocess
     import sys
 
-    return subprocess.run(
+    result = subprocess.run(
         [sys.executable, "-m", "portcheck", *args],
         cwd=REPO,
         capture_output=True,
@@ -68,3 +109,8 @@ def run_portcheck(*args, env=None, timeout=120):
         timeout=timeout,
         env=env,
     )
+    formats = [b for a, b in itertools.pairwise(args) if a == "--format"]
+    writes = "-o" in args or "--output" in args
+    if args and args[0] == "scan" and formats == ["json"] and not writes and result.stdout:
+        assert_valid_report(result.stdout)  # the JSON a CI job would read
+    return result

@@ -149,20 +149,32 @@ def test_summary_scores_findings_and_help_links_show_in_the_browser(example, tmp
         shown = dom.find("span", cls="score", data_score=target)
         assert [e.text.strip() for e in shown] == [str(report.scores[target])]
 
-    best = max(report.targets, key=lambda t: report.scores[str(t)])
+    for target in ("hip", "zluda", "scale"):
+        (card,) = dom.find("article", data_target=target)
+        assert card.attrs["data-verdict"] == report.routes[target].verdict
+    open_routes = [t for t in report.targets if report.routes[str(t)].verdict != "blocked"]
+    best = max(open_routes, key=lambda t: report.scores[str(t)])
     recommendation = dom.find(id="recommendation")[0].text
     assert f"{best.value.upper()} is the most direct route" in recommendation
     assert f"readiness {report.scores[str(best)]}/100" in recommendation
+    for target in report.targets:
+        if report.routes[str(target)].verdict == "blocked":
+            assert f"{target.value.upper()} is blocked" in recommendation
 
     ptx = next(f for f in report.findings if f.slug == "inline-ptx")
     text = dom.body_text
     assert ptx.message in text
     assert f"{ptx.path}:{ptx.span.line}" in text
-    card = dom.find("article", id="finding-inline-ptx")[0]
-    assert "asm" in card.text  # the snippet shows the offending line
-    helps = {e.attrs["href"] for e in dom.find("a", cls="help")}
-    assert "docs/rules/inline-ptx.md" in helps
-    assert ptx.help_url in helps
+    group = dom.find("details", id="finding-inline-ptx")[0]
+    assert "open" not in group.attrs  # collapsed until a reader opens it
+    assert "asm" in group.text  # the line the finding points at
+    (row,) = [e for e in dom.find("li", cls="finding") if e.attrs["data-slug"] == "inline-ptx"]
+    assert row.attrs["data-fingerprint"] == ptx.fingerprint
+    # Help travels with the page: the rule's page itself, and the command that prints it;
+    # no link into a checkout's docs/ folder, which is dead anywhere else.
+    assert "portcheck explain PC003" in group.text
+    assert "Why is this a problem?" in group.text
+    assert not [e for e in dom.find("a") if e.attrs.get("href", "").startswith("docs/")]
 
     # Every scanned file and kernel has its row; the chart has one bar group per family.
     file_cells = {e.text.strip() for e in dom.find("td", cls="path")}
@@ -177,6 +189,23 @@ def test_summary_scores_findings_and_help_links_show_in_the_browser(example, tmp
     assert not [e for e in dom.find("img") if "src" in e.attrs]
 
 
+def test_help_links_only_to_a_published_absolute_address(example, monkeypatch):
+    report, _ = example
+    assert 'class="help"' not in render_html(report)
+    monkeypatch.setenv("PORTCHECK_HELP_BASE_URL", "https://docs.example.org/portcheck/rules/")
+    markup = render_html(report)
+    assert 'href="https://docs.example.org/portcheck/rules/inline-ptx.md"' in markup
+    monkeypatch.setenv("PORTCHECK_HELP_BASE_URL", "docs/rules")  # not absolute: ignored
+    assert 'class="help"' not in render_html(report)
+
+
+OPEN_CONTEXT = """
+<script>
+document.querySelector('li.finding[data-slug="inline-ptx"] button.context').click();
+</script>
+"""
+
+
 def test_hostile_source_text_and_file_names_stay_text(tmp_path):
     project = tmp_path / "proj"
     project.mkdir()
@@ -189,13 +218,14 @@ def test_hostile_source_text_and_file_names_stay_text(tmp_path):
     assert "<script>alert(1)" not in markup
     assert "a<b>.cu" not in markup
     page = tmp_path / "report.html"
-    page.write_text(markup, encoding="utf-8")
+    page.write_text(markup.replace("</body>", OPEN_CONTEXT + "</body>"), encoding="utf-8")
     dom = _dump_dom(page, tmp_path)
 
     scripts = dom.find("script")
     assert scripts, "the page's own script should be there"
-    assert not [s for s in scripts if "alert(1)" in s.text]
-    snippets = [e.text for e in dom.find("pre", cls="snippet")]
+    code = [s for s in scripts if s.attrs.get("type") != "application/json"]  # data is not run
+    assert not [s for s in code if "alert(1)" in s.text]
+    snippets = [e.text for e in dom.find("pre", cls="snippet")]  # shown from the excerpt store
     assert any(HOSTILE_STRING in text for text in snippets)
     assert f"{HOSTILE_NAME}:{HOSTILE_ASM_LINE}" in dom.body_text
     assert HOSTILE_NAME in {e.text.strip() for e in dom.find("td", cls="path")}
@@ -246,7 +276,7 @@ READER_ACTIONS = """
 <script>
 document.querySelector('#files-table thead th:nth-child(3)').click();  // lines, ascending
 document.querySelector('#files-table thead th:nth-child(3)').click();  // then descending
-var severity = document.querySelector('.filters[data-list="finding-list"] [data-filter=severity]');
+var severity = document.querySelector('#finding-filters [data-filter=severity]');
 severity.value = 'medium';
 severity.dispatchEvent(new Event('change', {bubbles: true}));
 </script>
@@ -265,7 +295,7 @@ def test_tables_sort_and_findings_filter_on_click(example, tmp_path):
     by_lines = [f.path for f in sorted(report.files, key=lambda f: (-f.lines, f.path))]
     assert shown_order == by_lines
 
-    cards = dom.find("article", cls="finding")
+    cards = dom.find("li", cls="finding")
     visible = {c.attrs["data-severity"] for c in cards if "hidden" not in c.attrs}
     assert visible == {"medium"}
     hidden = [c for c in cards if "hidden" in c.attrs]

@@ -38,6 +38,7 @@ def test_wheel_ships_the_rules_and_loads_them(tmp_path):
     assert "portcheck/rules/python/apis.yaml" in names
     assert "portcheck/rules/gpus.yaml" in names
     assert "portcheck/parse/cuda_shim.h" in names  # the libclang front end's CUDA builtins
+    assert "portcheck/report/report.schema.json" in names  # the JSON report's published schema
     # Import from the unpacked wheel only (not the checkout): the rules load from inside it.
     code = (
         "import sys, portcheck, portcheck.resources as r; "

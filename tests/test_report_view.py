@@ -42,6 +42,7 @@ STATUS_BY_TEXT_MARK = {mark: str(status) for status, mark in STATUS_MARK.items()
 STATUS_BY_MARKDOWN_MARK = {mark: str(status) for status, mark in MARK.items()}
 # What every format states; each may state more (checked against the JSON below).
 COMMON_COUNTS = ("files_scanned", "lines", "uses", "distinct_names", "findings", "kernels")
+VERDICT_BY_TITLE = {"ready": "ready", "needs work": "needs-work", "blocked": "blocked"}
 
 
 @dataclass
@@ -53,6 +54,8 @@ class Stated:
     counts: dict[str, int] = field(default_factory=dict)
     # hazard id -> (severity, findings, {target: status})
     hazards: dict[str, tuple[str, int, dict[str, str]]] = field(default_factory=dict)
+    # route -> its verdict ("blocked", "needs-work", …)
+    verdicts: dict[str, str] = field(default_factory=dict)
 
 
 @pytest.fixture(scope="module", params=sorted(TREES))
@@ -103,8 +106,11 @@ def read_text(report) -> Stated:
     stated.counts["findings"] = int(found.group(1)) if found else 0
     broken = re.search(r"^Parse errors in (\d+) file\(s\)", text, re.MULTILINE)
     stated.counts["files_with_parse_errors"] = int(broken.group(1)) if broken else 0
-    for title, score in re.findall(r"^  (HIP|ZLUDA|SCALE) +(\d+)  [█·]", text, re.MULTILINE):
+    for title, score, verdict in re.findall(
+        r"^  (HIP|ZLUDA|SCALE) +(\d+)  [█·]+  (ready|needs work|blocked)", text, re.MULTILINE
+    ):
         stated.scores[TARGET_BY_TITLE[title]] = int(score)
+        stated.verdicts[TARGET_BY_TITLE[title]] = VERDICT_BY_TITLE[verdict]
     for title, hours in re.findall(r"^  (HIP|ZLUDA|SCALE) +([\d.]+) h   ", text, re.MULTILINE):
         stated.effort_hours[TARGET_BY_TITLE[title]] = float(hours)
     hazard_line = re.compile(r"^  (PC\d+) \S+ \[(\w+)\] ×(\d+) +(.+?) +help: ", re.MULTILINE)
@@ -120,11 +126,15 @@ def read_text(report) -> Stated:
 def read_markdown(report) -> Stated:
     text = render_markdown(report)
     stated = Stated()
-    for title, score, hours in re.findall(
-        r"^\| (HIP|ZLUDA|SCALE) \| \*\*(\d+)\*\* / 100 \| ([\d.]+) h \|$", text, re.MULTILINE
+    for title, verdict, score, hours in re.findall(
+        r"^\| (HIP|ZLUDA|SCALE) \| \S+ (ready|needs work|blocked)[^|]* \| \*\*(\d+)\*\* / 100 \| "
+        r"([\d.]+) h \|",
+        text,
+        re.MULTILINE,
     ):
         stated.scores[TARGET_BY_TITLE[title]] = int(score)
         stated.effort_hours[TARGET_BY_TITLE[title]] = float(hours)
+        stated.verdicts[TARGET_BY_TITLE[title]] = VERDICT_BY_TITLE[verdict]
     counts = re.search(
         r"^(\d+) files, ([\d,]+) lines, ([\d,]+) CUDA uses of (\d+) names, (\d+) findings, "
         r"(\d+) kernels\.$",
@@ -141,7 +151,7 @@ def read_markdown(report) -> Stated:
     header = re.search(r"^\| hazard \| severity \| count \| (.+) \|$", text, re.MULTILINE)
     titles = header.group(1).split(" | ") if header else []
     for hazard_id, severity, count, marks in re.findall(
-        r"^\| \[(PC\d+) [^]]+\]\([^)]*\) \| (\w+) \| (\d+) \| (.+) \|$", text, re.MULTILINE
+        r"^\| (PC\d+) [\w-]+ \| (\w+) \| (\d+) \| (.+) \|$", text, re.MULTILINE
     ):
         verdicts = {
             TARGET_BY_TITLE[title]: STATUS_BY_MARKDOWN_MARK[mark]
@@ -167,6 +177,7 @@ class _HtmlFigures(HTMLParser):
         data = {name: value or "" for name, value in attrs}
         if tag == "article" and "data-target" in data:
             self.route = data["data-target"]
+            self.stated.verdicts[self.route] = data["data-verdict"]
         elif "data-score" in data:
             self.capture = ("score", data["data-score"])
         elif tag == "p" and data.get("class") == "effort" and self.route:
@@ -233,6 +244,7 @@ def read_sarif(report) -> Stated:
     )
     for hazard in properties["hazards"]:
         stated.hazards[hazard["id"]] = (hazard["severity"], hazard["findings"], hazard["targets"])
+    stated.verdicts = {route: r["verdict"] for route, r in properties["routes"].items()}
     cuda_results = [r for r in run["results"] if r["ruleId"].startswith("PC")]
     assert len(cuda_results) == stated.counts["findings"]
     notes = run["invocations"][0].get("toolExecutionNotifications", [])
@@ -250,6 +262,7 @@ def read_json(report) -> Stated:
         scores=dict(summary["scores"]),
         effort_hours={t: e["total_hours"] for t, e in summary["effort"].items()},
         counts={k: v for k, v in summary.items() if isinstance(v, int)},
+        verdicts={route: r["verdict"] for route, r in summary["routes"].items()},
     )
     worst_first = [str(s) for s in (Status.UNSUPPORTED, Status.PARTIAL, Status.UNKNOWN)]
     by_id: dict[str, list[dict]] = {}
@@ -301,6 +314,12 @@ def test_every_format_states_the_same_scores_and_effort(stated, report, name):
 
 
 @pytest.mark.parametrize("name", FORMATS)
+def test_every_format_states_the_same_route_verdicts(stated, report, name):
+    truth = {route: r.verdict for route, r in report.routes.items()}
+    assert stated[name].verdicts == truth
+
+
+@pytest.mark.parametrize("name", FORMATS)
 def test_every_format_states_the_same_counts(stated, name):
     truth = stated["json"].counts
     counts = stated[name].counts
@@ -314,10 +333,18 @@ def test_the_html_score_arithmetic_gives_the_score_it_states(report):
     """'How scored' shows 100 x credit / items = score over the work items the scan scored
     (not over the uses and findings in NVIDIA-only code that has an AMD path)."""
     markup = render_html(report)
-    rows = re.findall(r"100 × ([\d.]+) / (\d+) = <b>(\d+)</b>", markup)
+    rows = re.findall(
+        r'<tr data-scoring="(\w+)">.*?100 × ([\d.]+) / (\d+) = <b class="coverage">(\d+)</b>'
+        r"(?: → blocked: <b>(\d+)</b>)?",
+        markup,
+        re.DOTALL,
+    )
     assert len(rows) == len(report.targets)
-    for credit, items, score in rows:
-        assert round(100 * float(credit) / int(items)) == int(score)
+    for route, credit, items, coverage, blocked in rows:
+        assert round(100 * float(credit) / int(items)) == int(coverage)
+        assert report.routes[route].coverage == int(coverage)
+        assert report.scores[route] == (int(blocked) if blocked else int(coverage))
+        assert bool(blocked) == (report.routes[route].verdict == "blocked")
 
 
 def test_the_trees_exercise_what_the_formats_used_to_disagree_on(stated, report):
@@ -368,7 +395,8 @@ def test_html_shows_the_same_code_from_a_cached_report(tmp_path, monkeypatch):
     assert cached.excerpts == fresh.excerpts and fresh.excerpts
     normalise = lambda markup: re.sub(r"in [\d.]+ s\.", "", markup)  # noqa: E731
     assert normalise(render_html(cached)) == normalise(render_html(fresh))
-    assert '<pre class="snippet"' in render_html(fresh)
+    assert '<pre class="hitline"' in render_html(fresh)
+    assert '<script type="application/json" id="excerpts">' in render_html(fresh)
 
 
 def test_only_files_inside_the_tree_get_excerpts(tmp_path):

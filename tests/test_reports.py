@@ -31,13 +31,48 @@ def test_sarif_has_one_run_with_the_catalogue_and_located_results():
     assert location["artifactLocation"] == {"uri": "src/residual.cu", "uriBaseId": "SRCROOT"}
     assert location["region"]["startLine"] == 12
     assert run["originalUriBaseIds"]["SRCROOT"]["uri"].endswith("/examples/heatflow/")
+    # The rule carries its help page itself; no helpUri unless the pages are published.
+    rule = driver["rules"][ptx["ruleIndex"]]
+    assert "helpUri" not in rule
+    assert "## Why is this a problem?" in rule["help"]["markdown"]
+    assert "Why is this a problem?" in rule["help"]["text"]
+    assert "```" not in rule["help"]["text"] and "<!--" not in rule["help"]["text"]
+    assert rule["help"]["markdown"] == run_portcheck("explain", "PC003").stdout
+
+
+def test_sarif_links_help_only_to_an_absolute_address(monkeypatch):
+    monkeypatch.setenv("PORTCHECK_HELP_BASE_URL", "https://docs.example.org/portcheck/rules")
+    sarif = report_to_sarif(portcheck.scan(EXAMPLE, cache=False))
+    rules = {r["name"]: r for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
+    assert rules["inline-ptx"]["helpUri"] == "https://docs.example.org/portcheck/rules/inline-ptx.md"
+    monkeypatch.setenv("PORTCHECK_HELP_BASE_URL", "../docs/rules")
+    sarif = report_to_sarif(portcheck.scan(EXAMPLE, cache=False))
+    assert not [r for r in sarif["runs"][0]["tool"]["driver"]["rules"] if "helpUri" in r]
+
+
+def test_explain_prints_a_rules_page_by_id_or_slug_and_refuses_unknown_ones():
+    by_id, by_slug = run_portcheck("explain", "pc005"), run_portcheck("explain", "launch-bounds")
+    assert by_id.returncode == by_slug.returncode == 0
+    assert by_id.stdout == by_slug.stdout
+    assert by_id.stdout.startswith("# launch-bounds (PC005)")
+    assert "## Use instead" in by_id.stdout and "__launch_bounds__" in by_id.stdout
+    python = run_portcheck("explain", "PY001")
+    assert python.returncode == 0 and "(PY001)" in python.stdout
+    unknown = run_portcheck("explain", "PC999")
+    assert unknown.returncode == 2
+    assert unknown.stderr.count("\n") == 1 and "PC999" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+    listed = run_portcheck("explain", "--list")
+    assert listed.returncode == 0 and "PC005  launch-bounds" in listed.stdout
 
 
 def test_markdown_summary_has_scores_hazards_and_locations():
     report = portcheck.scan(EXAMPLE)
     text = render_markdown(report)
-    assert f"| HIP | **{report.scores['hip']}** / 100 |" in text
-    assert "[PC003 inline-ptx](docs/rules/inline-ptx.md)" in text
+    assert f"| **{report.scores['hip']}** / 100 |" in text
+    assert "| PC003 inline-ptx | high |" in text  # no link into a checkout's docs/ folder
+    assert "](docs/" not in text
+    assert "_Help:_ `portcheck explain PC003`" in text
     assert "`src/residual.cu:12`" in text
 
 

@@ -13,6 +13,7 @@ at load, with errors that name the entry and key.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -33,7 +34,22 @@ from portcheck.ruleset import YamlSyntaxError, load_yaml
 
 CATALOGUE_FILE = "hazards.yaml"
 CATALOGUE_SCHEMA = "portcheck.hazards/1"
-HELP_BASE = "docs/rules"
+HELP_PAGES = "docs/rules"  # where the generated help pages live in a checkout
+# Where the help pages are published, if anywhere: an absolute http(s) address of the folder
+# that holds docs/rules/<slug>.md (e.g. the repository's docs/rules folder on a code host).
+# A report links a hazard's help only to an address that works from anywhere; without one it
+# carries the help text itself and names `portcheck explain ID`.
+HELP_BASE_URL_ENV = "PORTCHECK_HELP_BASE_URL"
+ABSOLUTE_URL = re.compile(r"https?://[^\s/?#]+\.[^\s/?#]+(?:/[^\s?#]*)?")
+
+
+def help_base_url() -> str:
+    """The published help pages' folder (PORTCHECK_HELP_BASE_URL), or "" when it is unset or
+    not an absolute http(s) address."""
+    value = os.environ.get(HELP_BASE_URL_ENV, "").strip().rstrip("/")
+    return value if ABSOLUTE_URL.fullmatch(value) else ""
+
+
 REQUIRED_KEYS = frozenset(
     {
         "id",
@@ -92,7 +108,19 @@ class HazardSpec:
 
     @property
     def help_url(self) -> str:
-        return f"{HELP_BASE}/{self.slug}.md"
+        """The help page's absolute address, or "" when the pages are not published."""
+        base = help_base_url()
+        return f"{base}/{self.slug}.md" if base else ""
+
+    @property
+    def help_command(self) -> str:
+        """The command that prints the help page, wherever portcheck is installed."""
+        return f"portcheck explain {self.id}"
+
+    @property
+    def help(self) -> str:
+        """Where to read more: the page's address when published, else the command."""
+        return self.help_url or self.help_command
 
     @property
     def routes(self) -> tuple[str, ...]:
@@ -220,10 +248,24 @@ def hazards_of(language: Language) -> dict[str, HazardSpec]:
     return {slug: spec for slug, spec in catalogue().items() if spec.language is language}
 
 
-@lru_cache(maxsize=1)
 def catalogue_digest() -> str:
-    """A hash of the shipped catalogue (what a finding's id, severity and verdicts come from)."""
-    return hashlib.sha256(_catalogue_text().encode()).hexdigest()
+    """A hash of the shipped catalogue (what a finding's id, severity and verdicts come from)
+    and of where its help is published (a finding's help_url)."""
+    return _catalogue_digest(help_base_url())
+
+
+@lru_cache(maxsize=4)
+def _catalogue_digest(help_base: str) -> str:
+    return hashlib.sha256(f"{help_base}\0{_catalogue_text()}".encode()).hexdigest()
+
+
+def find_spec(key: str) -> HazardSpec | None:
+    """A hazard by id (`PC005`, any case) or slug (`launch-bounds`); None if none."""
+    specs = catalogue()
+    wanted = key.strip()
+    if wanted in specs:
+        return specs[wanted]
+    return next((s for s in specs.values() if s.id.lower() == wanted.lower()), None)
 
 
 def resolve_ignores(values: Iterable[str]) -> frozenset[str]:

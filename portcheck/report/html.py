@@ -23,6 +23,7 @@ from markupsafe import Markup, escape
 
 from portcheck.model import (
     Diagnostic,
+    Effort,
     EffortCategory,
     Excerpt,
     Finding,
@@ -35,7 +36,14 @@ from portcheck.model import (
 from portcheck.report import for_display
 from portcheck.report.compile import CLASS_TITLE
 from portcheck.report.text import PY_ROUTE_BLURB, PY_ROUTE_TITLE, ROUTE_BLURB, STATUS_MARK
-from portcheck.report.view import NOTHING_TO_SCORE_SENTENCE, TARGET_TITLE, ReportView
+from portcheck.report.view import (
+    NOTHING_TO_SCORE_SENTENCE,
+    TARGET_TITLE,
+    VERDICT_TITLE,
+    HazardGroup,
+    ReportView,
+    TopItem,
+)
 from portcheck.resources import data_dir
 
 # The score module is the single source of the formula; the report shows its arithmetic
@@ -52,8 +60,8 @@ STATUS_LABEL = {
 }
 SNIPPET_CONTEXT = 3  # lines shown either side of a finding (the scan keeps EXCERPT_CONTEXT)
 SNIPPET_MAX_COLUMNS = 240  # minified or generated lines are cut, not wrapped forever
-MAX_FINDING_CARDS = 400  # past this the page gets heavy; JSON has the rest
 MAX_BLOCKERS = 12
+MAX_DIRECTORIES = 12  # rows of the effort-by-folder chart; the rest is one "other" row
 MAX_DIAGNOSTICS = 3
 CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -133,26 +141,36 @@ class Route:
     categories: dict[str, EffortCategory]
     blocked_by: str
     not_applicable: str = ""  # why the route cannot serve the chosen GPU
+    verdict: str = ""
+    verdict_title: str = ""
+    coverage: int | None = None
+    model: str = ""
+    top: list[TopItem] = field(default_factory=list)
+    blockers: int = 0
 
 
 @dataclass
-class SnippetLine:
-    number: int
-    text: str
-    hit: bool
+class FindingRow:
+    """One finding as the page lists it: what it says, where, the verdict marks, and the
+    line it points at (the lines around come from the page's excerpt store on demand)."""
 
-
-@dataclass
-class FindingCard:
-    anchor: str
+    index: int
     finding: Finding
     severity: str
-    summary: str
     targets: dict[str, str]
-    notes: dict[str, str]
-    fix: str
-    snippet: list[SnippetLine]
-    tokens: dict[str, str] = field(default_factory=dict)
+    line_text: str
+    flags: str  # "amd-alt", "optional", "new": what the filters can hide or pick
+
+
+@dataclass
+class Group:
+    """One hazard's findings, with what the page says about the hazard once."""
+
+    hazard: HazardGroup
+    severity: str
+    verdicts: dict[str, str]
+    hours: dict[str, float]
+    rows: list[FindingRow]
 
 
 def _context(view: ReportView) -> dict[str, object]:
@@ -182,8 +200,15 @@ def _context(view: ReportView) -> dict[str, object]:
         "languages": sorted({str(f.language) for f in report.files}),
         "kernels": report.kernels,
         "kernel_slugs": sorted({s for k in report.kernels for s in k.findings}),
-        "cards": _finding_cards(view),
-        "cards_total": len(report.findings),
+        "groups": _groups(view),
+        "findings_total": len(report.findings),
+        "excerpts": _excerpt_store(report.excerpts),
+        "optional": [
+            {"component": c, "sentence": view.optional_sentence(c)} for c in view.optional
+        ],
+        "effort_chart": _effort_chart(view),
+        "directory_chart": _directory_chart(view),
+        "verdict_title": VERDICT_TITLE,
         "severities": [s.name.lower() for s in sorted(Severity, reverse=True)],
         "slugs": sorted({f.slug for f in report.findings}),
         "compile": _compile(report),
@@ -243,31 +268,14 @@ def _tone(score: int | None) -> str:
 
 
 def _blocked_by(view: ReportView, target: Target) -> str:
-    """What keeps one route from 100, in a few words: rewrites first, then reviews."""
-    names = view.names
-    for wanted, verb in ((Status.UNSUPPORTED, "rewrite"), (Status.PARTIAL, "review")):
-        names_by_family: dict[str, list[str]] = defaultdict(list)
-        for name, entry in names.items():
-            if entry.first.status[target] is wanted:
-                names_by_family[entry.first.family].append(name)
-        hazard_files: dict[str, set[str]] = defaultdict(set)
-        for finding in view.report.findings:
-            if finding.targets[target] is wanted:
-                hazard_files[finding.slug].add(finding.path)
-        groups: list[tuple[int, str]] = []
-        for family, listed_names in names_by_family.items():
-            label = (
-                listed_names[0] if len(listed_names) == 1 else f"{len(listed_names)} {family} names"
-            )
-            groups.append((len(listed_names), label))
-        groups.extend((len(files), slug) for slug, files in hazard_files.items())
-        if not groups:
-            continue
-        groups.sort(key=lambda group: (-group[0], group[1]))
-        listed = ", ".join(label for _, label in groups[:3])
-        more = ", …" if len(groups) > 3 else ""
-        return f"to {verb}: {listed}{more}"
-    unknown = sum(1 for entry in names.values() if entry.first.status[target] is Status.UNKNOWN)
+    """What keeps one route from 100, in a few words (the view's top items)."""
+    top = view.top_items(target)
+    if top:
+        verb = "blocked by" if view.route(target).blockers else "costliest"
+        return f"{verb}: " + ", ".join(f"{item.label} ×{item.count}" for item in top)
+    unknown = sum(
+        1 for entry in view.names.values() if entry.first.status[target] is Status.UNKNOWN
+    )
     if unknown:
         return f"to check: {_plural(unknown, 'name')} not in the rule set"
     return "nothing in the way"
@@ -284,11 +292,17 @@ def _routes(view: ReportView) -> list[Route]:
                 title=TARGET_TITLE[target],
                 blurb=ROUTE_BLURB[target],
                 score=score,
-                tone=_tone(score),
+                tone="poor" if view.verdict(target) == "blocked" else _tone(score),
                 hours=estimate.total_hours if estimate else 0.0,
                 categories=dict(estimate.categories) if estimate else {},
                 blocked_by=_blocked_by(view, target),
                 not_applicable=view.not_applicable(target) or "",
+                verdict=view.verdict(target),
+                verdict_title=view.verdict_title(target),
+                coverage=view.route(target).coverage,
+                model=view.model(target),
+                top=view.top_items(target),
+                blockers=len(view.route(target).blockers),
             )
         )
     return routes
@@ -304,37 +318,46 @@ def _items_in(route: Route, category: str) -> int:
 
 
 def _recommendation(routes: list[Route]) -> str:
-    """One sentence that follows from the scores and hours, whatever the project."""
+    """One sentence that follows from the verdicts, scores and hours, whatever the project:
+    the best route that is not blocked, then what the others need or what blocks them."""
     if not routes:
         return "No route was assessed."
     if all(r.score is None for r in routes):
         return f"{NOTHING_TO_SCORE_SENTENCE} in the scanned files: no route has a score."
-    routes = [r for r in routes if r.score is not None]
-    if all(r.score == 100 for r in routes) and not any(r.hours for r in routes):
+    scored = [r for r in routes if r.score is not None]
+    open_routes = [r for r in scored if r.verdict != "blocked"]
+    if all(r.score == 100 for r in scored) and not any(r.hours for r in scored):
         return "Nothing to port: no CUDA construct that needs work was found."
-    best = max(routes, key=lambda r: (r.score or 0, -r.hours))
+    notes = []
+    for route in routes:
+        if route.verdict == "blocked":
+            first = route.top[0].label if route.top else "an unsupported API"
+            notes.append(
+                f"{route.title} is blocked ({_plural(route.blockers, 'blocker')}, first: "
+                f"{first}; {route.coverage}% of its work items would run)"
+            )
+    if not open_routes:
+        return "Every route is blocked: " + "; ".join(notes) + "."
+    best = max(open_routes, key=lambda r: (r.score or 0, -r.hours))
     rewrites = _items_in(best, "rewrite")
-    reviews = _items_in(best, "review")
+    reviews = _items_in(best, "review") + _items_in(best, "test")
     needs = []
     if rewrites:
         needs.append(_plural(rewrites, "rewrite"))
     if reviews:
-        needs.append(_plural(reviews, "item") + " to review")
+        needs.append(_plural(reviews, "item") + " to review or test")
     work = " and ".join(needs) if needs else "only mechanical renames"
-    tied = [r.title for r in routes if r is not best and r.score == best.score]
+    tied = [r.title for r in open_routes if r is not best and r.score == best.score]
     tie = f" (tied with {' and '.join(tied)}, which needs more work)" if tied else ""
     lead = (
         f"{best.title} is the most direct route: readiness {best.score}/100{tie}, "
         f"about {_hours(best.hours)} h of work ({work})."
     )
-    if len(routes) == 1:
-        return lead
-    others = []
-    for route in sorted((r for r in routes if r is not best), key=lambda r: -(r.score or 0)):
-        others.append(
+    for route in sorted((r for r in open_routes if r is not best), key=lambda r: -(r.score or 0)):
+        notes.append(
             f"{route.title} scores {route.score} (~{_hours(route.hours)} h; {route.blocked_by})"
         )
-    return lead + " " + "; ".join(others) + "."
+    return lead + (" " + "; ".join(notes) + "." if notes else "")
 
 
 @dataclass
@@ -423,24 +446,6 @@ def _files(report: Report) -> list[dict[str, object]]:
     ]
 
 
-class _Snippets:
-    """The source around each finding, from the excerpts the scan kept in the Report."""
-
-    def __init__(self, excerpts: Iterable[Excerpt]) -> None:
-        self.by_path: dict[str, list[Excerpt]] = defaultdict(list)
-        for excerpt in excerpts:
-            self.by_path[excerpt.path].append(excerpt)
-
-    def snippet(self, path: str, line: int) -> list[SnippetLine]:
-        for excerpt in self.by_path.get(path, ()):
-            if excerpt.start_line <= line < excerpt.start_line + len(excerpt.lines):
-                return [
-                    SnippetLine(number, _clean(text), number == line)
-                    for number, text in excerpt.around(line, SNIPPET_CONTEXT)
-                ]
-        return []
-
-
 def _clean(text: str) -> str:
     text = CONTROL_CHARACTERS.sub("\ufffd", text.rstrip("\r\n"))
     if len(text) > SNIPPET_MAX_COLUMNS:
@@ -448,35 +453,198 @@ def _clean(text: str) -> str:
     return text
 
 
-def _finding_cards(view: ReportView) -> list[FindingCard]:
+def _excerpt_store(excerpts: Iterable[Excerpt]) -> dict[str, list[list[object]]]:
+    """The source kept around the findings, once per region of a file: path -> [[first
+    line, [lines…]], …]. The page shows a finding's surrounding lines from here when a
+    reader opens them (as text), so 5,000 findings do not carry 35,000 lines of markup."""
+    store: dict[str, list[list[object]]] = defaultdict(list)
+    for excerpt in excerpts:
+        store[excerpt.path].append([excerpt.start_line, [_clean(t) for t in excerpt.lines]])
+    return dict(store)
+
+
+def _line_of(report: Report) -> dict[tuple[str, int], str]:
+    lines: dict[tuple[str, int], str] = {}
+    for excerpt in report.excerpts:
+        for offset, text in enumerate(excerpt.lines):
+            lines[(excerpt.path, excerpt.start_line + offset)] = text
+    return lines
+
+
+def _groups(view: ReportView) -> list[Group]:
+    """Every finding, grouped by hazard (most severe first), each group in file order."""
     report = view.report
-    reader = _Snippets(report.excerpts)
-    groups = {group.slug: group for group in view.hazards}
-    ordered = sorted(
-        report.findings, key=lambda f: (-f.severity, f.id, f.path, f.span.line, f.span.column)
-    )
-    cards = []
-    seen_slugs: set[str] = set()
-    for index, finding in enumerate(ordered[:MAX_FINDING_CARDS]):
-        group = groups[finding.slug]
-        # The first card of each hazard carries the anchor the blockers table links to.
-        anchor = f"finding-{finding.slug}" if finding.slug not in seen_slugs else f"f{index}"
-        seen_slugs.add(finding.slug)
-        targets = {str(t): str(finding.targets[t]) for t in report.targets}
-        cards.append(
-            FindingCard(
-                anchor=anchor,
-                finding=finding,
-                severity=finding.severity.name.lower(),
-                summary=group.summary,
-                targets=targets,
-                notes={t: group.target_notes.get(t, "") for t in targets},
-                fix=finding.fix or group.fix,
-                snippet=reader.snippet(finding.path, finding.span.line),
-                tokens={f"status-{t}": s for t, s in targets.items()},
+    source = _line_of(report)
+    new = set(report.new_finding_indices or ())
+    index_of = {id(f): i for i, f in enumerate(report.findings)}
+    groups = []
+    for hazard in view.hazards:
+        rows = []
+        for finding in sorted(hazard.findings, key=lambda f: (f.path, f.span.line, f.span.column)):
+            index = index_of[id(finding)]
+            flags = []
+            if finding.amd_alternative:
+                flags.append("amd-alt")
+            if finding.optional:
+                flags.append("optional")
+            if index in new:
+                flags.append("new")
+            rows.append(
+                FindingRow(
+                    index=index,
+                    finding=finding,
+                    severity=finding.severity.name.lower(),
+                    targets={str(t): str(finding.targets[t]) for t in report.targets},
+                    line_text=_clean(source.get((finding.path, finding.span.line), "")).strip(),
+                    flags=" ".join(flags),
+                )
+            )
+        groups.append(
+            Group(
+                hazard=hazard,
+                severity=hazard.severity.name.lower(),
+                verdicts={t: str(s) for t, s in hazard.verdicts.items()},
+                hours=dict(hazard.hours),
+                rows=rows,
             )
         )
-    return cards
+    return groups
+
+
+# Effort charts (SVG user units; the SVG scales to its box).
+EFFORT_WIDTH = 760
+EFFORT_LABEL = 170
+EFFORT_ROW = 26
+EFFORT_BAR = 16
+CATEGORY_ORDER = ("rename-only", "review", "rewrite", "test")
+_NO_EFFORT = Effort(categories={}, total_hours=0.0)
+
+
+def _effort_chart(view: ReportView) -> dict[str, object]:
+    """One stacked bar per route: its hours by category (docs/scoring.md)."""
+    rows = []
+    largest = max(
+        (view.effort_hours(t) or 0.0 for t in view.targets),
+        default=0.0,
+    )
+    space = EFFORT_WIDTH - EFFORT_LABEL - 90
+    for index, target in enumerate(view.targets):
+        estimate = view.effort(target)
+        x = float(EFFORT_LABEL)
+        segments = []
+        for name in CATEGORY_ORDER:
+            found = estimate.categories.get(name) if estimate else None
+            if not found or not found.hours:
+                continue
+            width = space * found.hours / largest if largest else 0.0
+            segments.append(
+                {
+                    "category": name,
+                    "items": found.items,
+                    "hours": found.hours,
+                    "x": round(x, 2),
+                    "width": round(max(width, 1.0), 2),
+                }
+            )
+            x += max(width, 1.0)
+        route = view.route(target)
+        note = ""
+        if route.verdict == "blocked":
+            note = f"blocked by {_plural(len(route.blockers), 'item')}"
+        elif route.verdict == "not-applicable":
+            note = "not applicable"
+        rows.append(
+            {
+                "title": TARGET_TITLE[target],
+                "y": 6 + index * EFFORT_ROW,
+                "segments": segments,
+                "end": x,
+                "hours": view.effort_hours(target) or 0.0,
+                "note": note,
+            }
+        )
+    used = [
+        name
+        for name in CATEGORY_ORDER
+        if any(
+            found.hours
+            for t in view.targets
+            if (found := (view.effort(t) or _NO_EFFORT).categories.get(name)) is not None
+        )
+    ]
+    return {
+        "rows": rows,
+        "width": EFFORT_WIDTH,
+        "height": 12 + max(len(rows), 1) * EFFORT_ROW,
+        "label_width": EFFORT_LABEL,
+        "row_height": EFFORT_ROW,
+        "bar_height": EFFORT_BAR,
+        "categories": used,
+    }
+
+
+CHART_LABEL_CHARACTERS = 26  # what fits left of the bars; the full name is in the tooltip
+
+
+def _chart_label(folder: str) -> str:
+    """A folder as the chart names it: its end when it is long (`…/2_Concepts_and_Techniques`)."""
+    if folder == ".":
+        return "(top folder)"
+    if len(folder) <= CHART_LABEL_CHARACTERS:
+        return folder
+    return "…" + folder[-(CHART_LABEL_CHARACTERS - 1) :]
+
+
+def _directory_chart(view: ReportView) -> dict[str, object]:
+    """Hours by folder, a bar per route: where the work is."""
+    report = view.report
+    by_route = {str(t): report.effort_by_directory.get(str(t), {}) for t in view.targets}
+    totals: dict[str, float] = defaultdict(float)
+    for folders_hours in by_route.values():
+        for folder, spent in folders_hours.items():
+            totals[folder] += spent
+    folders = [f for f, spent in sorted(totals.items(), key=lambda kv: -kv[1]) if spent > 0]
+    shown, rest = folders[:MAX_DIRECTORIES], folders[MAX_DIRECTORIES:]
+    labels = shown + ([f"{len(rest)} other folders"] if rest else [])
+    names = {folder: _chart_label(folder) for folder in labels}
+
+    def hours_of(route: str, label: str) -> float:
+        if label in by_route[route]:
+            return by_route[route][label]
+        if rest and label == labels[-1]:
+            return sum(by_route[route].get(f, 0.0) for f in rest)
+        return 0.0
+
+    largest = max((hours_of(r, label) for r in by_route for label in labels), default=0.0)
+    space = EFFORT_WIDTH - EFFORT_LABEL - 70
+    bar = 8
+    row_height = bar * len(by_route) + 8
+    rows = []
+    for index, label in enumerate(labels):
+        y = 6 + index * row_height
+        bars = []
+        for position, route in enumerate(by_route):
+            hours = round(hours_of(route, label), 1)
+            width = space * hours / largest if largest else 0.0
+            bars.append(
+                {
+                    "route": route,
+                    "title": TARGET_TITLE[Target(route)],
+                    "hours": hours,
+                    "y": y + position * bar,
+                    "width": round(width, 2),
+                }
+            )
+        rows.append({"label": names[label], "full": label, "y": y, "bars": bars})
+    return {
+        "rows": rows,
+        "width": EFFORT_WIDTH,
+        "height": 12 + max(len(rows), 1) * row_height,
+        "label_width": EFFORT_LABEL,
+        "row_height": row_height,
+        "bar": bar,
+        "routes": [(r, TARGET_TITLE[Target(r)]) for r in by_route],
+    }
 
 
 def _distinct_diagnostics(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
@@ -557,6 +725,9 @@ def _scoring(view: ReportView) -> list[dict[str, object]]:
                 "items": items.total if items else 0,
                 "credit": round(view.credit(target), 1),
                 "score": view.score(target),
+                "coverage": view.route(target).coverage,
+                "verdict": view.verdict(target),
+                "model": view.model(target),
                 "effort": _effort_terms(view, target),
             }
         )

@@ -13,11 +13,25 @@ or a log raw."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from functools import lru_cache
+from importlib import resources
+from typing import Any
 
 from portcheck.model import REPORT_SCHEMA, Report
 
 SCHEMA = REPORT_SCHEMA
+SCHEMA_FILE = "report.schema.json"  # the JSON Schema of the document, shipped in the package
+
+
+@lru_cache(maxsize=1)
+def json_schema() -> dict[str, Any]:
+    """The published JSON Schema (draft 2020-12) of the `portcheck.report/1` document, as
+    shipped inside the package (`portcheck/report/report.schema.json`)."""
+    text = resources.files("portcheck.report").joinpath(SCHEMA_FILE).read_text("utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 def report_to_dict(report: Report) -> dict[str, object]:

@@ -17,7 +17,15 @@ MARK = {
     Status.UNSUPPORTED: "❌",
     Status.UNKNOWN: "❔",
 }
+VERDICT_MARK = {
+    "ready": "✅",
+    "needs-work": "⚠️",
+    "blocked": "⛔",
+    "not-applicable": "➖",
+    "nothing-to-score": "➖",
+}
 PER_HAZARD = 5
+MAX_OPTIONAL = 10
 MAX_PARSE_ERROR_FILES = 20
 
 
@@ -45,16 +53,27 @@ def render_markdown(report: Report) -> str:
     view = ReportView(for_display(report))
     report, counts = view.report, view.counts
     lines = [f"## portcheck: AMD readiness of {_code(report.root)}", ""]
-    lines.append("| route | readiness | effort |")
-    lines.append("|---|---:|---:|")
+    lines.append("| route | verdict | readiness | effort | in the way |")
+    lines.append("|---|---|---:|---:|---|")
     for target in view.targets:
         hours = view.effort_hours(target)
         score = view.score(target)
+        route = view.route(target)
         shown = "—" if score is None else f"**{score}** / 100"
         if view.not_applicable(target) is not None:
             shown = "n/a"
-        lines.append(f"| {TARGET_TITLE[target]} | {shown} | {'—' if hours is None else hours} h |")
+        verdict = VERDICT_MARK[route.verdict] + " " + view.verdict_title(target)
+        if route.verdict == "blocked":
+            verdict += f" (coverage {route.coverage})"
+        way = "; ".join(f"{_cell(item.label)} ×{item.count}" for item in view.top_items(target))
+        if way and route.blockers:
+            way = f"blocked by {len(route.blockers)}: {way}"
+        lines.append(
+            f"| {TARGET_TITLE[target]} | {verdict} | {shown} | "
+            f"{'—' if hours is None else hours} h | {way or '—'} |"
+        )
     lines.append("")
+    lines += _optional(view)
     if view.nothing_to_score:
         lines += [f"**{NOTHING_TO_SCORE_SENTENCE}**: no route has a score.", ""]
     lines.append(view.target_sentence)
@@ -114,6 +133,26 @@ def _python(report: Report) -> list[str]:
     return lines
 
 
+def _optional(view: ReportView) -> list[str]:
+    components = view.optional
+    if not components:
+        return []
+    lines = [
+        f"**Optional components** ({len(components)}, behind build switches; not in the "
+        "scores above), cost if enabled:",
+        "",
+    ]
+    for component in components[:MAX_OPTIONAL]:
+        lines.append(
+            f"- {_code(component.guard)} ({len(component.paths)} file(s), "
+            f"{component.findings} finding(s)): {_cell(view.optional_sentence(component))}"
+        )
+    if len(components) > MAX_OPTIONAL:
+        lines.append(f"- … and {len(components) - MAX_OPTIONAL} more")
+    lines.append("")
+    return lines
+
+
 def _parse_errors(view: ReportView) -> list[str]:
     broken = view.parse_error_files
     if not broken:
@@ -138,19 +177,20 @@ def _findings(view: ReportView) -> list[str]:
     ]
     for group in view.hazards:
         marks = " | ".join(MARK[group.verdicts[t]] for t in targets)
-        lines.append(
-            f"| [{group.id} {group.slug}]({group.help_url}) | {group.severity.name.lower()} | "
-            f"{group.count} | {marks} |"
-        )
+        name = f"{group.id} {group.slug}"
+        linked = f"[{name}]({group.help_url})" if group.help_url else name
+        lines.append(f"| {linked} | {group.severity.name.lower()} | {group.count} | {marks} |")
     lines.append("")
     for group in view.hazards:
         lines.append(f"<details><summary>{group.id} {group.slug} ({group.count})</summary>\n")
         for finding in group.findings[:PER_HAZARD]:
-            ported = " *(has an AMD path: not scored)*" if finding.amd_alternative else ""
+            ported = " *(has an AMD path: not scored on HIP)*" if finding.amd_alternative else ""
+            if finding.optional:
+                ported += f" *(optional: {_cell(finding.optional)})*"
             lines.append(
                 f"- {_where(finding.path, finding.span.line)} {_cell(finding.message)}{ported}"
             )
         if group.count > PER_HAZARD:
             lines.append(f"- … and {group.count - PER_HAZARD} more")
-        lines.append(f"\n_Fix:_ {_cell(group.fix)}\n\n</details>\n")
+        lines.append(f"\n_Fix:_ {_cell(group.fix)} _Help:_ {_code(group.help)}\n\n</details>\n")
     return lines

@@ -8,6 +8,7 @@ import os
 from urllib.parse import quote
 
 from portcheck.checks import HazardSpec, catalogue
+from portcheck.checks.docs import render_hazard_doc
 from portcheck.model import Finding, Language, PyFinding, Report, Severity, Span
 from portcheck.paths import display_path
 from portcheck.report.view import NOTHING_TO_SCORE_SENTENCE, ReportView
@@ -19,7 +20,6 @@ LEVEL = {
     Severity.LOW: "note",
     Severity.INFO: "note",
 }
-INFORMATION_URI = "https://github.com/portcheck/portcheck"
 
 
 def report_to_sarif(report: Report) -> dict[str, object]:
@@ -51,7 +51,6 @@ def report_to_sarif(report: Report) -> dict[str, object]:
             "driver": {
                 "name": "portcheck",
                 "version": report.tool_version,
-                "informationUri": INFORMATION_URI,
                 "rules": rules,
             }
         },
@@ -89,6 +88,10 @@ def _run_properties(view: ReportView) -> dict[str, object]:
         "target": report.target.to_dict(),
         "target_summary": view.target_sentence,
         "not_applicable": dict(report.not_applicable),
+        "routes": {
+            str(t): {**view.route(t).to_dict(), "model": view.model(t)} for t in view.targets
+        },
+        "optional": [{**c.to_dict(), "summary": view.optional_sentence(c)} for c in view.optional],
     }
 
 
@@ -136,20 +139,34 @@ def _uri(path: str) -> str:
 
 
 def _rule(spec: HazardSpec) -> dict[str, object]:
-    markdown = f"{spec.fix}\n\nSee `{spec.help_url}`."
-    if spec.source:
-        markdown += f"\n\nSource: {spec.source}"
+    """A hazard as a SARIF rule. The help travels inside the file (help.text and
+    help.markdown are the rule's page, as `portcheck explain` prints it): a viewer shows it
+    wherever the file is opened. helpUri only when the pages are published at an absolute
+    address (PORTCHECK_HELP_BASE_URL); a path inside a checkout is a dead link elsewhere."""
+    page = render_hazard_doc(spec)
     tags = ["python", spec.slug] if spec.language is Language.PYTHON else [spec.slug]
-    return {
+    rule: dict[str, object] = {
         "id": spec.id,
         "name": spec.slug,
         "shortDescription": {"text": spec.summary},
         "fullDescription": {"text": spec.why},
-        "helpUri": spec.help_url,
-        "help": {"text": spec.fix, "markdown": markdown},
+        "help": {"text": _plain(page), "markdown": page},
         "defaultConfiguration": {"level": LEVEL[spec.severity]},
         "properties": {"tags": ["portability", "amd", *tags], "targets": spec.targets.to_dict()},
     }
+    if spec.help_url:
+        rule["helpUri"] = spec.help_url
+    return rule
+
+
+def _plain(markdown: str) -> str:
+    """The page as plain text: without the generator's comment and the code fences' marks."""
+    lines = [
+        line
+        for line in markdown.splitlines()
+        if not line.startswith("<!--") and not line.startswith("```")
+    ]
+    return "\n".join(lines).replace("\n\n\n", "\n\n").strip() + "\n"
 
 
 def _result(

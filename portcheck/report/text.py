@@ -31,6 +31,14 @@ STATUS_MARK = {
     Status.UNKNOWN: "?",
 }
 MAX_ATTENTION_ROWS = 40
+MAX_OPTIONAL = 10
+VERDICT_STYLE = {
+    "ready": "green",
+    "needs-work": "yellow",
+    "blocked": "red",
+    "not-applicable": "dim",
+    "nothing-to-score": "dim",
+}
 SCORE_BAR_WIDTH = 30
 ROUTE_BLURB = {
     Target.HIP: "translate to HIP, build with hipcc",
@@ -115,12 +123,44 @@ def _scores(console: Console, view: ReportView) -> None:
             console.print(Text(f"  {TARGET_TITLE[target]:<6}   —  {NOTHING_TO_SCORE}"))
             continue
         filled = round(score / 100 * SCORE_BAR_WIDTH)
+        route = view.route(target)
         line = Text(f"  {TARGET_TITLE[target]:<6} ")
         line.append(f"{score:>3}  ", style=f"bold {_score_style(score)}")
         line.append("█" * filled, style=_score_style(score))
         line.append("·" * (SCORE_BAR_WIDTH - filled), style="dim")
-        line.append(f"  {ROUTE_BLURB[target]}", style="dim")
+        line.append(f"  {view.verdict_title(target)}", style=f"bold {VERDICT_STYLE[route.verdict]}")
+        if route.verdict == "blocked":
+            line.append(f" (coverage {route.coverage})", style="dim")
+        line.append(f" · {ROUTE_BLURB[target]}", style="dim")
         console.print(line)
+        for item in view.top_items(target):
+            verb = "blocked by" if route.blockers else "costliest"
+            hours = f", {item.hours:g} h" if item.hours else ""
+            console.print(
+                Text(f"           {verb}: {item.label} ×{item.count}{hours} ({item.where})")
+            )
+    console.print()
+    _optional(console, view)
+
+
+def _optional(console: Console, view: ReportView) -> None:
+    """Components compiled only behind a build switch: not in the scores above."""
+    components = view.optional
+    if not components:
+        return
+    console.print(
+        Text(f"Optional components ({len(components)}): not scored; cost if enabled", style="bold")
+    )
+    for component in components[:MAX_OPTIONAL]:
+        names = f", {len(component.names)} names only there" if component.names else ""
+        console.print(
+            Text(
+                f"  {component.guard} ({len(component.paths)} file(s){names}, "
+                f"{component.findings} finding(s)): {view.optional_sentence(component)}"
+            )
+        )
+    if len(components) > MAX_OPTIONAL:
+        console.print(Text(f"  … and {len(components) - MAX_OPTIONAL} more (see --format json)"))
     console.print()
 
 
@@ -199,12 +239,14 @@ def _findings(console: Console, view: ReportView) -> None:
         )
         header = Text(f"  {group.id} {group.slug} ", style="bold")
         header.append(f"[{severity}] ", style=SEVERITY_STYLE[severity])
-        header.append(f"×{group.count}   {verdicts}   help: {group.help_url}", style="dim")
+        header.append(f"×{group.count}   {verdicts}   help: {group.help}", style="dim")
         console.print(header)
         for finding in group.findings[:MAX_FINDINGS_PER_HAZARD]:
             where = f"{finding.path}:{finding.span.line}"
             reached = f" (kernels: {', '.join(finding.kernels)})" if finding.kernels else ""
-            ported = " [has an AMD path: not scored]" if finding.amd_alternative else ""
+            ported = " [has an AMD path: not scored on HIP]" if finding.amd_alternative else ""
+            if finding.optional:
+                ported += f" [optional: {finding.optional}]"
             console.print(Text(f"    {where}  {finding.message}{reached}{ported}"))
         if group.count > MAX_FINDINGS_PER_HAZARD:
             console.print(Text(f"    … and {group.count - MAX_FINDINGS_PER_HAZARD} more"))
@@ -264,6 +306,7 @@ def _effort(console: Console, view: ReportView) -> None:
         console.print(
             Text(f"  {TARGET_TITLE[target]:<6} {estimate.total_hours:>6} h   {parts or '—'}")
         )
+        console.print(Text(f"{'':>17}{view.model(target)}", style="dim"))
     console.print()
 
 

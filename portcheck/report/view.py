@@ -20,12 +20,16 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from portcheck.checks import catalogue
+from portcheck.checks.docs import render_hazard_doc
 from portcheck.model import (
     Counts,
     Effort,
     FileSummary,
     Finding,
+    OptionalComponent,
     Report,
+    RouteAssessment,
+    RouteBlocker,
     Severity,
     Status,
     Target,
@@ -33,9 +37,19 @@ from portcheck.model import (
     WorkItems,
 )
 from portcheck.report import NOTHING_TO_SCORE, NOTHING_TO_SCORE_SENTENCE, nothing_to_score
-from portcheck.score import CREDIT, HOURS, WORST_FIRST, category
+from portcheck.score import CREDIT, NAME_HAZARDS, ROUTE_MODEL, WORST_FIRST
+from portcheck.score import item_hours as route_item_hours
 
 TARGET_TITLE = {Target.HIP: "HIP", Target.ZLUDA: "ZLUDA", Target.SCALE: "SCALE"}
+# A route's verdict as every format words it (RouteAssessment.verdict -> words).
+VERDICT_TITLE = {
+    "ready": "ready",
+    "needs-work": "needs work",
+    "blocked": "blocked",
+    "not-applicable": "not applicable",
+    "nothing-to-score": "nothing to score",
+}
+TOP_BLOCKERS = 3  # per route, in the summaries
 
 
 def worst(statuses: Iterable[Status]) -> Status:
@@ -43,11 +57,21 @@ def worst(statuses: Iterable[Status]) -> Status:
     return min(statuses, key=WORST_FIRST.index, default=Status.SUPPORTED)
 
 
-def item_hours(status: Status) -> float:
-    """Hours one work item that is not a plain rename costs at this status (review or
-    rewrite); hazards are never rename-only, on any route."""
-    name = category("hazard", status, Target.HIP)
-    return HOURS[name] if name else 0.0
+def item_hours(status: Status, target: str = Target.HIP) -> float:
+    """Hours one work item that is not a plain rename costs at this status on `target`
+    (review, rewrite or test); hazards are never rename-only, on any route."""
+    return route_item_hours("hazard", status, target)
+
+
+@dataclass(frozen=True)
+class TopItem:
+    """One line of a route's "what is in the way" in the summaries: a group of blockers or
+    of costly work items (a family's names, or a hazard), with how many and where first."""
+
+    label: str
+    count: int
+    hours: float
+    where: str
 
 
 @dataclass(frozen=True)
@@ -62,7 +86,9 @@ class HazardGroup:
     findings: tuple[Finding, ...]  # in report order
     summary: str
     fix: str
-    help_url: str
+    help_url: str  # the published page's absolute address, or ""
+    help: str  # that address, or the command that prints the page
+    help_text: str  # the page itself (Markdown), for the formats that carry it
     target_notes: Mapping[str, str]  # what the catalogue says about each route
 
     @property
@@ -100,6 +126,13 @@ class Blocker:
     anchor: str  # for a hazard: the finding the reports link to
     note: str
     full_note: str
+    members: tuple[str, ...] = ()  # the names of a row of several names
+
+
+def _label(family: str, members: list[str]) -> str:
+    """`device: __vsubss4, __vcmpne4 and 3 more`: a family's names, the first two named."""
+    more = f" and {len(members) - 2} more" if len(members) > 2 else ""
+    return f"{family}: {', '.join(members[:2])}{more}"
 
 
 class ReportView:
@@ -119,6 +152,89 @@ class ReportView:
     def not_applicable(self, target: Target) -> str | None:
         """Why `target` cannot serve the chosen GPU at all (its score is None), or None."""
         return self.report.not_applicable.get(str(target))
+
+    def route(self, target: Target) -> RouteAssessment:
+        """The route's verdict, coverage and blockers (as the scan assessed them)."""
+        found = self.report.routes.get(str(target))
+        if found is not None:
+            return found
+        score = self.score(target)  # a Report built by hand, without assessments
+        if self.not_applicable(target) is not None:
+            return RouteAssessment("not-applicable", None)
+        if score is None:
+            return RouteAssessment("nothing-to-score", None)
+        return RouteAssessment("needs-work" if score < 100 else "ready", score)
+
+    def verdict(self, target: Target) -> str:
+        return self.route(target).verdict
+
+    def verdict_title(self, target: Target) -> str:
+        return VERDICT_TITLE[self.verdict(target)]
+
+    def model(self, target: Target) -> str:
+        """What the route's cost is made of (docs/scoring.md)."""
+        return ROUTE_MODEL[target]
+
+    def top_items(self, target: Target, limit: int = TOP_BLOCKERS) -> list[TopItem]:
+        """What stands in the route's way, most first: for a blocked route its blockers
+        (names of one family together), else its costliest work (the blockers table's rows
+        by their hours on this route)."""
+        route = self.route(target)
+        if route.blockers:
+            return self._blocker_groups(route.blockers)[:limit]
+        rows = [b for b in self.blockers if b.hours.get(str(target))]
+        rows.sort(key=lambda b: (-b.hours[str(target)], b.name))
+        return [
+            TopItem(
+                _label(b.family, list(b.members)) if b.members else b.name,
+                b.occurrences,
+                b.hours[str(target)],
+                b.where,
+            )
+            for b in rows[:limit]
+        ]
+
+    def _blocker_groups(self, blockers: Iterable[RouteBlocker]) -> list[TopItem]:
+        families: dict[str, list[RouteBlocker]] = defaultdict(list)
+        for blocker in blockers:
+            entry = self.names.get(blocker.name) if blocker.kind == "name" else None
+            family = entry.first.family if entry else blocker.name
+            families[family].append(blocker)
+        groups = []
+        for family, members in families.items():
+            first = members[0]
+            label = first.name if len(members) == 1 else _label(family, [m.name for m in members])
+            groups.append(TopItem(label, len(members), 0.0, f"{first.path}:{first.line}"))
+        return sorted(groups, key=lambda g: (-g.count, g.label))
+
+    @cached_property
+    def optional(self) -> tuple[OptionalComponent, ...]:
+        """Components behind build switches, the costliest (if enabled) first."""
+        return tuple(
+            sorted(
+                self.report.optional,
+                key=lambda c: (
+                    -sum(len(cost.blockers) for cost in c.if_enabled.values()),
+                    -sum(cost.hours for cost in c.if_enabled.values()),
+                    c.guard,
+                ),
+            )
+        )
+
+    def optional_sentence(self, component: OptionalComponent) -> str:
+        """What enabling one component costs, route by route, said the same way everywhere."""
+        parts = []
+        for target in self.targets:
+            cost = component.if_enabled.get(str(target))
+            if cost is None:
+                continue
+            if cost.blockers:
+                names = ", ".join(b.name for b in cost.blockers[:2])
+                more = f" and {len(cost.blockers) - 2} more" if len(cost.blockers) > 2 else ""
+                parts.append(f"{TARGET_TITLE[target]} blocked ({names}{more})")
+            else:
+                parts.append(f"{TARGET_TITLE[target]} +{cost.hours:g} h")
+        return "; ".join(parts)
 
     @cached_property
     def target_sentence(self) -> str:
@@ -183,7 +299,8 @@ class ReportView:
         return (
             f"Existing AMD paths: {len(paths)} branch(es) in {files} file(s) ({lines:,} lines) "
             f"already build for AMD GPUs; {alternatives} finding(s) in NVIDIA-only code that "
-            "has an AMD path are listed but cost no score or effort."
+            "has an AMD path are listed but cost nothing on HIP (ZLUDA runs and SCALE compiles "
+            "the NVIDIA branch)."
         )
 
     # -- hazards
@@ -210,24 +327,28 @@ class ReportView:
                     summary=spec.summary if spec else "",
                     fix=spec.fix if spec else first.fix,
                     help_url=spec.help_url if spec else first.help_url,
+                    help=spec.help if spec else first.help_url,
+                    help_text=render_hazard_doc(spec) if spec else "",
                     target_notes=spec.target_notes if spec else {},
                 )
             )
         return tuple(sorted(groups, key=lambda g: (-g.severity, g.id)))
 
     def _hazard_hours(self, findings: list[Finding]) -> dict[str, float]:
-        """One work item per file, at the worst verdict in that file (docs/scoring.md);
-        findings in NVIDIA-only code with an AMD path cost nothing."""
-        by_file: dict[str, list[Finding]] = defaultdict(list)
-        for finding in findings:
-            if not finding.amd_alternative:
-                by_file[finding.path].append(finding)
-        return {
-            str(t): sum(
-                (item_hours(worst(f.targets[t] for f in fs)) for fs in by_file.values()), 0.0
-            )
-            for t in self.targets
-        }
+        """One work item per file, at the worst verdict in that file (docs/scoring.md), in
+        the code every build compiles; on HIP, findings in NVIDIA-only code with an AMD path
+        cost nothing; `unsupported-api` and `unknown-api` findings point at a name, which carries
+        the hours."""
+        hours: dict[str, float] = {}
+        for target in self.targets:
+            by_file: dict[str, list[Finding]] = defaultdict(list)
+            for finding in findings:
+                skipped = finding.optional or finding.slug in NAME_HAZARDS
+                if not skipped and not (finding.amd_alternative and target is Target.HIP):
+                    by_file[finding.path].append(finding)
+            verdicts = (worst(f.targets[target] for f in fs) for fs in by_file.values())
+            hours[str(target)] = sum((item_hours(v, target) for v in verdicts), 0.0)
+        return hours
 
     # -- names
 
@@ -274,7 +395,10 @@ class ReportView:
         plans the cuFFT port, not cufftPlan2d on its own. Hazards are one row each."""
         targets = self.targets
         groups: dict[tuple[str, tuple[Status, ...]], list[NameUses]] = defaultdict(list)
+        optional = {name for component in self.report.optional for name in component.names}
         for entry in self.names.values():
+            if entry.name in optional:
+                continue  # listed with its component, not among what every build needs
             statuses = tuple(entry.first.status[t] for t in targets)
             if any(s is not Status.SUPPORTED for s in statuses):
                 groups[(entry.first.family, statuses)].append(entry)
@@ -312,14 +436,24 @@ class ReportView:
             family=family,
             severity="",
             statuses={str(t): str(s) for t, s in pairs},
-            hours={str(t): item_hours(s) * len(entries) for t, s in pairs},
+            hours={str(t): self._names_hours(entries, s, t) for t, s in pairs},
             occurrences=sites,
             where=f"{lead.path}:{lead.span.line}",
             more_places=sites - 1,
             anchor="",
             note=shorten(note),
             full_note=note,
+            members=tuple(e.name for e in entries) if len(entries) > 1 else (),
         )
+
+    def _names_hours(self, entries: list[NameUses], status: Status, target: Target) -> float:
+        """The hours some names of one status cost on `target` beyond their rename (on HIP,
+        nothing for names used only where the project already has an AMD path)."""
+        if status is Status.SUPPORTED:
+            return 0.0
+        alternative = self.report.alternative_names if target is Target.HIP else frozenset()
+        counted = sum(1 for e in entries if e.name not in alternative)
+        return route_item_hours("name", status, target) * counted
 
     def _hazard_blocker(self, group: HazardGroup) -> Blocker:
         note = group.summary or group.first.message
@@ -349,10 +483,12 @@ __all__ = [
     "NOTHING_TO_SCORE",
     "NOTHING_TO_SCORE_SENTENCE",
     "TARGET_TITLE",
+    "VERDICT_TITLE",
     "Blocker",
     "HazardGroup",
     "NameUses",
     "ReportView",
+    "TopItem",
     "item_hours",
     "shorten",
     "worst",

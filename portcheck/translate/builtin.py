@@ -232,7 +232,9 @@ def _marker_inserts(data: bytes, findings: list[Finding]) -> list[tuple[int, int
         if MARKER.encode() + b" " + line_findings[0].id.encode() in existing:
             continue  # translated before: keep it idempotent
         label = "; ".join(dict.fromkeys(f"{f.id} {f.slug}" for f in line_findings))
-        comment = f" /* {MARKER} {label}: see {line_findings[0].help_url} */"
+        first = line_findings[0]
+        see = first.help_url or f"portcheck explain {first.id}"
+        comment = f" /* {MARKER} {label}: see {see} */"
         position = end - 1 if existing.endswith(b"\r") else end  # CRLF stays together
         stripped = existing.rstrip()
         if stripped.endswith(b"\\"):  # inside a macro: stay before the continuation
