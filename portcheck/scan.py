@@ -6,7 +6,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from portcheck import __version__
@@ -23,18 +23,11 @@ from portcheck.excerpts import read_excerpts
 from portcheck.filescan import FileScan, FileScanner
 from portcheck.graph import Node, build_call_graph, kernels_reaching
 from portcheck.model import (
-    ROUTES,
-    Dependency,
-    Extension,
     FileSummary,
     Finding,
     Kernel,
-    PythonSection,
-    PyUse,
     Report,
-    RouteVerdicts,
     Skipped,
-    Status,
     Target,
     Use,
 )
@@ -47,6 +40,7 @@ from portcheck.options import (
 )
 from portcheck.paths import display_path
 from portcheck.project import ProjectFacts
+from portcheck.python.section import python_section, with_missing_sources
 from portcheck.ruleset import RuleSet, default_rules
 from portcheck.runner import (
     MIN_FILES_FOR_POOL,
@@ -276,18 +270,10 @@ def _memo_get(cache: ScanCache, slot: str, key: str, root: Path, rules: RuleSet)
         return None
     if report.python is not None:
         for extension in report.python.extensions:
-            fresh = _with_missing_sources(root, replace(extension, missing=()))
+            fresh = with_missing_sources(root, replace(extension, missing=()))
             if fresh.missing != extension.missing:
                 return None
     return report
-
-
-def _with_missing_sources(root: Path, extension: Extension) -> Extension:
-    """Mark the sources an extension names that are not in the tree (generated at build
-    time, or a path that is wrong): their CUDA could not be scanned."""
-    base = root if root.is_dir() else root.parent
-    missing = tuple(s for s in extension.sources if not (base / s).is_file())
-    return replace(extension, missing=missing) if missing else extension
 
 
 def _assemble(
@@ -389,8 +375,14 @@ def _assemble(
     project_scores = _project_scores(uses, findings, scored_uses, counted_findings, targets)
     for route in not_applicable:
         project_scores[route] = None  # the route cannot run on the chosen GPU at all
+    notebooks = {s.path: s.cells for s in scans if s.cells}
+
+    def where(path: str, line: int) -> str:
+        return Report.where_in(notebooks, path, line)
+
     return Report(
-        python=_python_section(root, scans),
+        python=python_section(root, scans, options.target, where),
+        notebooks=notebooks,
         root=display_path(root),
         tool_version=__version__,
         targets=targets,
@@ -423,48 +415,6 @@ def _project_scores(
     if not scored_uses and not counted:
         return {str(t): 100 for t in targets}
     return project_scores(scored_uses, counted, targets)
-
-
-@dataclass(frozen=True, slots=True)
-class _Swap:
-    """A dependency as a work item: an unsupported package with a named ROCm replacement
-    is a swap to review (partial), not a rewrite (docs/scoring.md)."""
-
-    name: str
-    status: RouteVerdicts
-
-    @classmethod
-    def of(cls, dependency: Dependency) -> _Swap:
-        status = dependency.status
-        rule = dependency.rule
-        if rule is not None and rule.replacement and status.rocm is Status.UNSUPPORTED:
-            status = RouteVerdicts(Status.PARTIAL, status.directml)
-        return cls(dependency.name, status)
-
-
-def _python_section(root: Path, scans: list[FileScan]) -> PythonSection | None:
-    """The Python part of the report; None when the tree has no Python at all."""
-    python = [s for s in scans if s.language.is_python]
-    if not python:
-        return None
-    dependencies = [d for s in python for d in s.dependencies]
-    uses = [u for s in python for u in s.py_uses]
-    findings = [f for s in python for f in s.py_findings]
-    # Unknown packages are listed but not scored: most are CPU-only libraries that no
-    # source judges either way (docs/scoring.md).
-    judged: list[PyUse | _Swap] = [
-        *uses,
-        *(_Swap.of(d) for d in dependencies if d.rule is not None),
-    ]
-    return PythonSection(
-        dependencies=tuple(dependencies),
-        uses=tuple(uses),
-        findings=tuple(findings),
-        extensions=tuple(_with_missing_sources(root, e) for s in python for e in s.extensions),
-        scores=scores(judged, findings, ROUTES),
-        effort=effort(judged, findings, ROUTES),
-        files=len(python),
-    )
 
 
 def _kernels_with_needs(kernels: list[Kernel], needs: dict[Node, list[str]]) -> tuple[Kernel, ...]:

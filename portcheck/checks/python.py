@@ -13,7 +13,7 @@ from tree_sitter import Node
 
 from portcheck.checks import hazard
 from portcheck.checks.syntax import text
-from portcheck.model import Language, Status
+from portcheck.model import Language, RouteVerdicts, Status
 from portcheck.python import deps
 from portcheck.python.code import (
     CUDA_SOURCE_SUFFIXES,
@@ -57,6 +57,10 @@ def nvidia_smi(ctx: PythonContext) -> None:
                 node.end_byte,
                 "runs `nvidia-smi`, which does not exist on AMD systems",
             )
+    for line, command in ctx.shell_commands:  # a notebook's `!nvidia-smi`
+        if "nvidia-smi" in command:
+            start, end = ctx.lines.line_bounds(line)
+            ctx.report(start, end, "runs `nvidia-smi`, which does not exist on AMD systems")
 
 
 @hazard("compute-capability", language=PYTHON)
@@ -196,6 +200,194 @@ def numba_lane_mask(ctx: PythonContext) -> None:
                 message = "numba.cuda kernel: a 32-bit lane mask; AMD wavefronts can have 64 lanes"
                 kernel_ctx.report(node.start_byte, node.end_byte, message)
         ctx.cuda_findings.extend(kernel_ctx.findings)
+
+
+# -- Triton kernels --------------------------------------------------------------------------
+
+TRITON_CONFIG = "triton.Config"
+TRITON_DOT = "triton.language.dot"
+TRITON_INLINE_ASM = "triton.language.inline_asm_elementwise"
+AMD_TUNING_OPTIONS = (b"waves_per_eu", b"matrix_instr_nonkdim", b"kpack")
+WAVE64_WORKGROUP_LIMIT = 1024  # threads per workgroup on AMD GPUs
+# PTX mnemonics and syntax that AMDGCN assembly never has.
+PTX = re.compile(
+    r"\b(?:cvt|mov|lop3|prmt|shfl|ld|st|mma|cp\.async|ex2|rcp|fma)\.[a-z0-9.]+|%r\d|\.reg\b"
+)
+
+
+def _keyword(call: Node, name: str) -> Node | None:
+    """The value of keyword argument `name` of a call."""
+    arguments = call.child_by_field_name("arguments")
+    for child in arguments.named_children if arguments is not None else ():
+        if child.type == "keyword_argument" and text(child.child_by_field_name("name")) == name:
+            return child.child_by_field_name("value")
+    return None
+
+
+def _int_values(value: Node | None) -> list[int]:
+    """The integers a keyword value can take: a literal, or the literal list a comprehension
+    variable runs over (`num_warps=w … for w in [4, 8]`)."""
+    if value is None:
+        return []
+    if value.type == "integer":
+        try:
+            return [int(text(value), 0)]
+        except ValueError:
+            return []
+    if value.type != "identifier":
+        return []
+    name = text(value)
+    parent = value.parent
+    while parent is not None:
+        if parent.type in ("list_comprehension", "generator_expression"):
+            for clause in (c for c in parent.named_children if c.type == "for_in_clause"):
+                if text(clause.child_by_field_name("left")) == name:
+                    values = clause.child_by_field_name("right")
+                    if values is not None and values.type in ("list", "tuple"):
+                        return [v for item in values.named_children for v in _int_values(item)]
+        parent = parent.parent
+    return []
+
+
+def _warp_options(ctx: PythonContext) -> list[Node]:
+    """Every `num_warps=` value: of kernel launches and of `triton.Config(...)`."""
+    found = [
+        kw.child_by_field_name("value")
+        for kw in ctx.launch_options
+        if text(kw.child_by_field_name("name")) == "num_warps"
+    ]
+    found += [_keyword(call, "num_warps") for call, name in ctx.calls if name == TRITON_CONFIG]
+    return [value for value in found if value is not None]
+
+
+def _uses_triton(ctx: PythonContext) -> bool:
+    return any(name.startswith("triton") for _, name in (*ctx.calls, *ctx.decorators)) or bool(
+        ctx.triton_kernels
+    )
+
+
+@hazard("triton-warp-count", language=PYTHON)
+def triton_warp_count(ctx: PythonContext) -> None:
+    for value in _warp_options(ctx):
+        too_many = [w for w in _int_values(value) if w * 64 > WAVE64_WORKGROUP_LIMIT]
+        if too_many and not _guarded_by_hip_check(value):
+            warps = max(too_many)
+            ctx.report(
+                value.start_byte,
+                value.end_byte,
+                f"`num_warps={warps}` asks for {warps * 64:,} threads per program on 64-wide "
+                f"wavefronts (AMD's limit is {WAVE64_WORKGROUP_LIMIT:,}; {warps * 32:,} on "
+                "NVIDIA)",
+                targets=RouteVerdicts(Status.UNSUPPORTED, Status.UNSUPPORTED),
+            )
+    if ctx.root is None or not _uses_triton(ctx):
+        return
+    for node in walk(ctx.root):
+        if node.type != "binary_operator" or text(node.child_by_field_name("operator")) != "*":
+            continue
+        operands = (node.child_by_field_name("left"), node.child_by_field_name("right"))
+        names = [text(o) for o in operands]
+        warps = any("warp" in n.lower() for n in names if n != "32")
+        if "32" in names and warps and not _guarded_by_hip_check(node):
+            ctx.report(
+                node.start_byte,
+                node.end_byte,
+                f"`{text(node)}` counts 32 threads per warp; Triton's AMD backend uses "
+                "64-thread warps on CDNA and GCN",
+            )
+
+
+@hazard("triton-dot-precision", language=PYTHON)
+def triton_dot_precision(ctx: PythonContext) -> None:
+    for call, name in ctx.calls:
+        if name != TRITON_DOT or _guarded_by_hip_check(call):
+            continue
+        precision = _keyword(call, "input_precision")
+        allow = _keyword(call, "allow_tf32")
+        asked = text(precision).strip("'\"") if precision is not None else ""
+        if asked == "tf32x3":
+            ctx.report(
+                call.start_byte,
+                call.end_byte,
+                '`tl.dot(..., input_precision="tf32x3")`: AMD\'s Triton has no tf32x3 inputs',
+                targets=RouteVerdicts(Status.UNSUPPORTED, Status.UNSUPPORTED),
+            )
+        elif asked == "tf32" or (allow is not None and text(allow) == "True"):
+            ctx.report(
+                call.start_byte,
+                call.end_byte,
+                "`tl.dot` asks for TF32 inputs: AMD's Triton allows them on MI300 (gfx940-gfx942) "
+                "only",
+            )
+
+
+@hazard("triton-fp8-type", language=PYTHON)
+def triton_fp8_type(ctx: PythonContext) -> None:
+    for node, name in ctx.attributes:
+        if name not in ("triton.language.float8e4nv", "triton.language.float8e4b15"):
+            continue
+        if _guarded_by_hip_check(node):
+            continue
+        if name.endswith("e4b15"):
+            ctx.report(
+                node.start_byte,
+                node.end_byte,
+                "`float8e4b15` is an NVIDIA-only FP8 format: AMD's Triton does not have it",
+                targets=RouteVerdicts(Status.UNSUPPORTED, Status.UNSUPPORTED),
+            )
+        else:
+            ctx.report(
+                node.start_byte,
+                node.end_byte,
+                "`float8e4nv` is NVIDIA's (OCP) FP8: AMD's Triton accepts it on MI300 only, "
+                "where the hardware computes FNUZ FP8 (`float8e4b8`)",
+            )
+
+
+@hazard("triton-nvidia-tuning", language=PYTHON)
+def triton_nvidia_tuning(ctx: PythonContext) -> None:
+    if any(option in ctx.data for option in AMD_TUNING_OPTIONS):
+        return  # the file tunes for AMD as well
+    configs = [
+        (call, _int_values(_keyword(call, "num_stages")))
+        for call, name in ctx.calls
+        if name == TRITON_CONFIG and not _guarded_by_hip_check(call)
+    ]
+    deep = [(call, stages) for call, stages in configs if any(s >= 3 or s == 0 for s in stages)]
+    if not deep:
+        return
+    call = deep[0][0]
+    worst = max(s for _, stages in deep for s in stages)
+    ctx.report(
+        call.start_byte,
+        call.end_byte,
+        f"{len(deep)} of {len(configs)} autotune config(s) tuned for NVIDIA "
+        f"(num_stages={worst}) and none sets waves_per_eu or matrix_instr_nonkdim: "
+        "AMD's guide uses num_stages 1-2",
+    )
+
+
+@hazard("triton-inline-asm", language=PYTHON)
+def triton_inline_asm(ctx: PythonContext) -> None:
+    for call, name in ctx.calls:
+        if name != TRITON_INLINE_ASM or _guarded_by_hip_check(call):
+            continue
+        asm = _keyword(call, "asm")
+        if asm is None:
+            arguments = call.child_by_field_name("arguments")
+            positional = [
+                c
+                for c in (arguments.named_children if arguments else ())
+                if c.type != "keyword_argument"
+            ]
+            asm = positional[0] if positional else None
+        if asm is not None and asm.type == "string" and not PTX.search(text(asm)):
+            continue  # not PTX (AMDGCN, or built elsewhere)
+        ctx.report(
+            call.start_byte,
+            call.end_byte,
+            "`tl.inline_asm_elementwise` with PTX: AMD GPUs compile AMDGCN, not PTX",
+        )
 
 
 def _scanned(lines: int) -> str:

@@ -21,10 +21,14 @@ from functools import cached_property
 
 from portcheck.checks import catalogue
 from portcheck.model import (
+    ROUTES,
     Counts,
     Effort,
+    EffortCategory,
     FileSummary,
     Finding,
+    PyFinding,
+    PythonSection,
     Report,
     Severity,
     Status,
@@ -119,6 +123,12 @@ class ReportView:
     def not_applicable(self, target: Target) -> str | None:
         """Why `target` cannot serve the chosen GPU at all (its score is None), or None."""
         return self.report.not_applicable.get(str(target))
+
+    @cached_property
+    def python(self) -> PythonView | None:
+        """The Python section as every format states it; None without one."""
+        section = self.report.python
+        return None if section is None else PythonView(self.report, section)
 
     @cached_property
     def target_sentence(self) -> str:
@@ -314,7 +324,7 @@ class ReportView:
             statuses={str(t): str(s) for t, s in pairs},
             hours={str(t): item_hours(s) * len(entries) for t, s in pairs},
             occurrences=sites,
-            where=f"{lead.path}:{lead.span.line}",
+            where=self.report.where(lead.path, lead.span.line),
             more_places=sites - 1,
             anchor="",
             note=shorten(note),
@@ -331,12 +341,109 @@ class ReportView:
             statuses={t: str(s) for t, s in group.verdicts.items()},
             hours=dict(group.hours),
             occurrences=group.count,
-            where=f"{group.first.path}:{group.first.span.line}",
+            where=self.report.where(group.first.path, group.first.span.line),
             more_places=group.count - 1,
             anchor=f"finding-{group.slug}",
             note=note,
             full_note=note,
         )
+
+
+# -- the Python section ------------------------------------------------------------------------
+
+# The Python routes, as every format names them.
+PY_ROUTE_TITLE = {"rocm": "PyTorch on ROCm", "directml": "DirectML"}
+PY_ROUTE_BLURB = {
+    "rocm": "ROCm builds of PyTorch and GPU packages (Linux)",
+    "directml": "torch-directml (Windows/WSL, DirectX 12 GPUs)",
+}
+NOTHING_TO_JUDGE = "nothing GPU-related to judge in the Python code"
+
+
+@dataclass(frozen=True)
+class PythonRoute:
+    """One Python route as every format states it."""
+
+    route: str
+    title: str
+    blurb: str
+    score: int | None  # None: not applicable (see `reason`) or nothing to judge
+    reason: str | None  # why the route cannot serve the project at all
+    hours: float | None  # None when the route is not applicable
+    categories: Mapping[str, EffortCategory]
+
+
+@dataclass(frozen=True)
+class PythonFinding:
+    finding: PyFinding
+    where: str  # `path:line`, or `nb.ipynb:cell 3:2`
+
+
+class PythonView:
+    """What every format says about the Python section of a report."""
+
+    def __init__(self, report: Report, section: PythonSection) -> None:
+        self.report = report
+        self.section = section
+
+    @cached_property
+    def routes(self) -> tuple[PythonRoute, ...]:
+        section = self.section
+        routes = []
+        for route in map(str, ROUTES):
+            reason = section.not_applicable.get(route)
+            estimate = None if reason else section.effort.get(route)
+            routes.append(
+                PythonRoute(
+                    route=route,
+                    title=PY_ROUTE_TITLE[route],
+                    blurb=PY_ROUTE_BLURB[route],
+                    score=section.scores.get(route),
+                    reason=reason,
+                    hours=estimate.total_hours if estimate else None,
+                    categories=dict(estimate.categories) if estimate else {},
+                )
+            )
+        return tuple(routes)
+
+    @cached_property
+    def nothing_to_judge(self) -> bool:
+        """True when no Python route has a score and none was ruled out: no GPU code,
+        GPU package or GPU API was found in the Python files."""
+        return all(r.score is None and r.reason is None for r in self.routes)
+
+    @cached_property
+    def headline(self) -> str:
+        section = self.section
+        kernels = f", {len(section.kernels)} Triton kernels" if section.kernels else ""
+        return (
+            f"Python ({section.files} files: {len(section.dependencies)} requirements, "
+            f"{len(section.uses)} GPU API uses, {len(section.extensions)} CUDA builds/kernels"
+            f"{kernels})"
+        )
+
+    def where(self, path: str, line: int) -> str:
+        return self.report.where(path, line)
+
+    @cached_property
+    def findings(self) -> tuple[PythonFinding, ...]:
+        return tuple(
+            PythonFinding(f, self.where(f.path, f.span.line)) for f in self.section.findings
+        )
+
+    @cached_property
+    def unknown_packages(self) -> list[str]:
+        return sorted({d.name for d in self.section.dependencies if d.rule is None})
+
+    @cached_property
+    def wheel_sentence(self) -> str | None:
+        """Where ROCm PyTorch comes from for the target ROCm release, in one sentence."""
+        wheels = self.section.rocm_wheels
+        if wheels is None:
+            return None
+        if wheels.command:
+            return f"PyTorch for ROCm {wheels.rocm}: `{wheels.command}` ({wheels.note})."
+        return f"PyTorch for ROCm {wheels.rocm}: {wheels.note}."
 
 
 def shorten(text: str, limit: int = 90) -> str:
@@ -346,12 +453,18 @@ def shorten(text: str, limit: int = 90) -> str:
 
 
 __all__ = [
+    "NOTHING_TO_JUDGE",
     "NOTHING_TO_SCORE",
     "NOTHING_TO_SCORE_SENTENCE",
+    "PY_ROUTE_BLURB",
+    "PY_ROUTE_TITLE",
     "TARGET_TITLE",
     "Blocker",
     "HazardGroup",
     "NameUses",
+    "PythonFinding",
+    "PythonRoute",
+    "PythonView",
     "ReportView",
     "item_hours",
     "shorten",
