@@ -487,7 +487,7 @@ class FileSummary:
     uses: int
     findings: int
     parse_errors: int
-    scores: Mapping[str, int]
+    scores: Mapping[str, int | None]  # None: nothing in the file to score (no CUDA)
     front_end: str = "tree-sitter"  # which front end decided this file's findings
 
     def to_dict(self) -> dict[str, object]:

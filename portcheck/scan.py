@@ -48,7 +48,7 @@ from portcheck.runner import (
     fewer_collections,
     scan_candidates,
 )
-from portcheck.score import effort, project_scores, scores, work_item_counts
+from portcheck.score import effort, project_scores, work_item_counts
 from portcheck.wire import WireError, decode_report, encode_report
 
 ProgressCallback = Callable[[int, int, str], None]  # (done, total, current path)
@@ -365,7 +365,9 @@ def _assemble(
                 uses=len(kept),
                 findings=len(file_findings),
                 parse_errors=file_scan.parse_errors,
-                scores=scores(file_scored, counted, targets),
+                # None on every route for a file with no CUDA (a Python file, a manifest):
+                # a CUDA score of 100 there would claim a port that was never needed
+                scores=_project_scores(kept, file_findings, file_scored, counted, targets),
                 front_end=file_scan.front_end,
             )
         )

@@ -244,10 +244,12 @@ class PythonRules:
         note = f"{rule.name} {newest.spec}: {newest.note}"
         if older:
             note += f" (older releases the requirement allows: {older[0].spec}, {older[0].rocm})"
+        if newest.rocm is rule.status.rocm:
+            note = f"{note} | {rule.note}"  # the entry's note is about these releases too
         return replace(
             rule,
             status=replace(rule.status, rocm=newest.rocm),
-            note=f"{note} | {rule.note}",
+            note=note,
             source=newest.source
             if newest.source == rule.source
             else f"{newest.source}; {rule.source}",

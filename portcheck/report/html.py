@@ -436,8 +436,8 @@ def _files(report: Report) -> list[dict[str, object]]:
             "lines": f.lines,
             "uses": f.uses,
             "findings": f.findings,
-            "scores": {str(t): f.scores.get(str(t), 100) for t in report.targets},
-            "tones": {str(t): _tone(f.scores.get(str(t), 100)) for t in report.targets},
+            "scores": {str(t): f.scores.get(str(t)) for t in report.targets},
+            "tones": {str(t): _tone(f.scores.get(str(t))) for t in report.targets},
         }
         for f in sorted(report.files, key=lambda f: f.path)
     ]

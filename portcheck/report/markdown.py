@@ -53,7 +53,9 @@ def render_markdown(report: Report) -> str:
         shown = "—" if score is None else f"**{score}** / 100"
         if view.not_applicable(target) is not None:
             shown = "n/a"
-        lines.append(f"| {TARGET_TITLE[target]} | {shown} | {'—' if hours is None else hours} h |")
+        lines.append(
+            f"| {TARGET_TITLE[target]} | {shown} | {'—' if hours is None else f'{hours} h'} |"
+        )
     lines.append("")
     if view.nothing_to_score:
         lines += [f"**{NOTHING_TO_SCORE_SENTENCE}**: no route has a score.", ""]

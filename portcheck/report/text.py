@@ -245,8 +245,8 @@ def _kernels(console: Console, report: Report) -> None:
 
 
 def _effort(console: Console, view: ReportView) -> None:
-    if not view.report.effort:
-        return
+    if all(view.effort(target) is None for target in view.targets):
+        return  # no CUDA to port, or no route that can serve the GPU
     console.print(Text("Estimated effort (hours; assumptions in docs/scoring.md)", style="bold"))
     for target in view.targets:
         estimate = view.effort(target)

@@ -141,8 +141,9 @@ class ReportView:
         return nothing_to_score(self.report)
 
     def effort(self, target: Target) -> Effort | None:
-        """The effort on `target`; None for a route that cannot serve the chosen GPU."""
-        if self.not_applicable(target) is not None:
+        """The effort on `target`; None for a route that cannot serve the chosen GPU, and
+        when there was no CUDA to score (no route has work to estimate)."""
+        if self.not_applicable(target) is not None or self.nothing_to_score:
             return None
         return self.report.effort.get(str(target))
 
