@@ -48,10 +48,21 @@ def torch_version_cuda(ctx: PythonContext) -> None:
             )
 
 
+AMD_SMI_TOOLS = (b"amd-smi", b"rocm-smi", b"rocminfo", b"amdsmi")
+# A string that names the command (`nvidia-smi -L`, `/usr/bin/nvidia-smi`), not prose about it.
+NVIDIA_SMI_COMMAND = re.compile(rb"\s*(?:\S*[/\\])?nvidia-smi(?:\.exe)?(?:\s|$)")
+# Calls whose string arguments are messages, not commands.
+MESSAGE_CALLS = re.compile(
+    r"(?:Error|Exception|Warning|print|warn(?:ing)?|info|debug|error|exception|critical|log)$"
+)
+
+
 @hazard("nvidia-smi", language=PYTHON)
 def nvidia_smi(ctx: PythonContext) -> None:
+    if any(tool in ctx.data for tool in AMD_SMI_TOOLS):
+        return  # the file asks AMD's tools as well: it has its AMD path
     for node, content in ctx.string_literals:
-        if b"nvidia-smi" in content:
+        if NVIDIA_SMI_COMMAND.match(content) and not _is_docstring(node) and not _is_message(node):
             ctx.report(
                 node.start_byte,
                 node.end_byte,
@@ -87,7 +98,11 @@ def cuda_extension(ctx: PythonContext) -> None:
     for node, build in ctx.builds:
         if build.kind in EXTENSION_KINDS:
             cuda_sources = [s for s in build.sources if s.endswith(CUDA_SOURCE_SUFFIXES)]
-            listed = ", ".join(PurePosixPath(s).name for s in cuda_sources) or "computed sources"
+            listed = (
+                ", ".join(PurePosixPath(s).name for s in cuda_sources[:4]) or "computed sources"
+            )
+            if len(cuda_sources) > 4:
+                listed += f" and {len(cuda_sources) - 4} more"
             message = f"`{build.kind}` builds CUDA code ({listed}) into the Python package"
         elif build.kind == INLINE_KIND:
             message = "`load_inline` compiles CUDA source strings at run time"
@@ -388,6 +403,25 @@ def triton_inline_asm(ctx: PythonContext) -> None:
             call.end_byte,
             "`tl.inline_asm_elementwise` with PTX: AMD GPUs compile AMDGCN, not PTX",
         )
+
+
+def _is_message(node: Node) -> bool:
+    """A string handed to an exception, a warning, a log or print call."""
+    parent = node.parent
+    if parent is not None and parent.type == "argument_list" and parent.parent is not None:
+        function = parent.parent.child_by_field_name("function")
+        return function is not None and MESSAGE_CALLS.search(text(function)) is not None
+    return False
+
+
+def _is_docstring(node: Node) -> bool:
+    """A string that is a statement of its own (a docstring, or text nobody runs)."""
+    parent = node.parent
+    return (
+        parent is not None
+        and parent.type == "expression_statement"
+        and parent.named_child_count == 1
+    )
 
 
 def _scanned(lines: int) -> str:

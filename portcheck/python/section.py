@@ -46,8 +46,8 @@ MAX_REASONS = 3  # blockers named in a route's not-applicable reason
 
 @dataclass(frozen=True, slots=True)
 class _Swap:
-    """A dependency as a work item: an unsupported package with a named ROCm replacement
-    is a swap to review (partial), not a rewrite (docs/scoring.md)."""
+    """A judged name as a work item. A dependency: an unsupported package with a named ROCm
+    replacement is a swap to review (partial), not a rewrite (docs/scoring.md)."""
 
     name: str
     status: RouteVerdicts
@@ -80,8 +80,13 @@ def python_section(
     python = [s for s in scans if s.language.is_python]
     if not python:
         return None
-    dependencies = [d for s in python for d in s.dependencies]
-    uses = [u for s in python for u in s.py_uses]
+    own = own_modules(s.path for s in python)
+    # The project's own package is not a dependency of itself (`unsloth[amd]` in unsloth's
+    # extras), and `from unsloth import …` inside unsloth is not a use of a GPU library.
+    dependencies = [
+        d for s in python for d in s.dependencies if d.name.replace("-", "_") not in own
+    ]
+    uses = [u for s in python for u in s.py_uses if u.name.split(".")[0] not in own]
     wheels = _wheel_advice(target, dependencies, uses)
     findings = [
         _with_wheel_fix(target.judge_python(f), wheels) for s in python for f in s.py_findings
@@ -89,8 +94,10 @@ def python_section(
     not_applicable = _not_applicable(dependencies, uses, findings, where)
     # Unknown packages are listed but not scored: most are CPU-only libraries that no
     # source judges either way (docs/scoring.md).
-    judged: list[PyUse | _Swap] = [
-        *uses,
+    # One work item per API entry that judged a use (every `transformers.*` name is the
+    # `transformers` item), one per known package.
+    judged: list[_Swap] = [
+        *(_Swap(u.rule.name, u.status) for u in uses),
         *(_Swap.of(d) for d in dependencies if d.rule is not None),
     ]
     scores = project_scores(judged, findings, ROUTES)
@@ -112,6 +119,21 @@ def python_section(
     )
 
 
+def own_modules(paths: Iterable[str]) -> frozenset[str]:
+    """The top-level module names the project's own Python files make importable: the
+    first folder of each file (or the folder under `src/`), and top-level modules."""
+    names = set()
+    for path in paths:
+        parts = path.split("/")
+        if parts[0] == "src" and len(parts) > 2:
+            parts = parts[1:]
+        if len(parts) > 1:
+            names.add(parts[0])
+        elif parts[0].endswith(".py"):
+            names.add(parts[0][: -len(".py")])
+    return frozenset(names)
+
+
 def _not_applicable(
     dependencies: Iterable[Dependency],
     uses: Iterable[PyUse],
@@ -127,22 +149,22 @@ def _not_applicable(
         for route in blockers:
             why = spec.blocks(route) if spec is not None else None
             if why:
-                blockers[route].setdefault(why, where(finding.path, finding.span.line))
+                blockers[route].setdefault(why.rstrip("."), where(finding.path, finding.span.line))
     for dependency in dependencies:
         for route in blockers:
             why = dependency.rule.blocks(route) if dependency.rule else None
             if why:
-                blockers[route].setdefault(why, where(dependency.path, dependency.line))
+                blockers[route].setdefault(why.rstrip("."), where(dependency.path, dependency.line))
     for use in uses:
         for route in blockers:
             why = use.rule.blocks(route)
             if why:
-                blockers[route].setdefault(why, where(use.path, use.span.line))
+                blockers[route].setdefault(why.rstrip("."), where(use.path, use.span.line))
     reasons = {}
     for route, found in blockers.items():
         if not found:
             continue
-        listed = [f"{why.rstrip('.')} ({at})" for why, at in list(found.items())[:MAX_REASONS]]
+        listed = [f"{why} ({at})" for why, at in list(found.items())[:MAX_REASONS]]
         more = f"; and {len(found) - MAX_REASONS} more" if len(found) > MAX_REASONS else ""
         reasons[route] = "; ".join(listed) + more
     return reasons
