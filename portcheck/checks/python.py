@@ -180,10 +180,11 @@ def cuda_only_package(ctx: PythonContext) -> None:
             )
         elif rule is not None and rule.status.rocm in (Status.UNSUPPORTED, Status.PARTIAL):
             instead = f"; on ROCm: {rule.replacement}" if rule.replacement else ""
+            written = requirement.spec.split(";")[0].strip() or requirement.name
             ctx.report(
                 start,
                 end,
-                f"`{requirement.name}` is {rule.status.rocm} on ROCm{instead}",
+                f"`{written}` is {rule.status.rocm} on ROCm{instead}",
                 fix=rule.note,
                 targets=rule.status,
             )
@@ -239,14 +240,14 @@ def _keyword(call: Node, name: str) -> Node | None:
     return None
 
 
-def _int_values(value: Node | None) -> list[int]:
-    """The integers a keyword value can take: a literal, or the literal list a comprehension
-    variable runs over (`num_warps=w … for w in [4, 8]`)."""
+def _int_values(value: Node | None) -> list[tuple[int, Node]]:
+    """The integers a keyword value can take, each with the literal that says it: a literal,
+    or the literal list a comprehension variable runs over (`num_warps=w … for w in [4, 8]`)."""
     if value is None:
         return []
     if value.type == "integer":
         try:
-            return [int(text(value), 0)]
+            return [(int(text(value), 0), value)]
         except ValueError:
             return []
     if value.type != "identifier":
@@ -284,15 +285,15 @@ def _uses_triton(ctx: PythonContext) -> bool:
 @hazard("triton-warp-count", language=PYTHON)
 def triton_warp_count(ctx: PythonContext) -> None:
     for value in _warp_options(ctx):
-        too_many = [w for w in _int_values(value) if w * 64 > WAVE64_WORKGROUP_LIMIT]
+        too_many = [(w, n) for w, n in _int_values(value) if w * 64 > WAVE64_WORKGROUP_LIMIT]
         if too_many and not _guarded_by_hip_check(value):
-            warps = max(too_many)
+            warps, literal = max(too_many, key=lambda item: item[0])
             ctx.report(
-                value.start_byte,
-                value.end_byte,
+                literal.start_byte,
+                literal.end_byte,
                 f"`num_warps={warps}` asks for {warps * 64:,} threads per program on 64-wide "
-                f"wavefronts (AMD's limit is {WAVE64_WORKGROUP_LIMIT:,}; {warps * 32:,} on "
-                "NVIDIA)",
+                f"wavefronts ({warps * 32:,} on NVIDIA); an AMD workgroup has at most "
+                f"{WAVE64_WORKGROUP_LIMIT:,}",
                 targets=RouteVerdicts(Status.UNSUPPORTED, Status.UNSUPPORTED),
             )
     if ctx.root is None or not _uses_triton(ctx):
@@ -364,7 +365,7 @@ def triton_nvidia_tuning(ctx: PythonContext) -> None:
     if any(option in ctx.data for option in AMD_TUNING_OPTIONS):
         return  # the file tunes for AMD as well
     configs = [
-        (call, _int_values(_keyword(call, "num_stages")))
+        (call, [stages for stages, _ in _int_values(_keyword(call, "num_stages"))])
         for call, name in ctx.calls
         if name == TRITON_CONFIG and not _guarded_by_hip_check(call)
     ]

@@ -244,12 +244,21 @@ class PythonRules:
         note = f"{rule.name} {newest.spec}: {newest.note}"
         if older:
             note += f" (older releases the requirement allows: {older[0].spec}, {older[0].rocm})"
+        replacement = rule.replacement
         if newest.rocm is rule.status.rocm:
             note = f"{note} | {rule.note}"  # the entry's note is about these releases too
+        else:
+            # releases the requirement rules out do better: moving the pin is the fix
+            better = [r for r in ranges if _RANK[r.rocm] > _RANK[newest.rocm]]
+            if better:
+                target = max(better, key=lambda r: _upper(r.interval))
+                upgrade = f"{rule.name}{target.spec} ({target.rocm} on ROCm)"
+                replacement = f"{upgrade}; {replacement}" if replacement else upgrade
         return replace(
             rule,
             status=replace(rule.status, rocm=newest.rocm),
             note=note,
+            replacement=replacement,
             source=newest.source
             if newest.source == rule.source
             else f"{newest.source}; {rule.source}",
@@ -276,6 +285,10 @@ def python_rules_digest() -> str:
         digest.update(data_dir("rules").joinpath("python", name).read_bytes())
     digest.update(catalogue_digest().encode())
     return digest.hexdigest()
+
+
+# How much of a package works, for choosing the releases to move a pin to.
+_RANK = {Status.UNSUPPORTED: 0, Status.UNKNOWN: 1, Status.PARTIAL: 2, Status.SUPPORTED: 3}
 
 
 def _upper(span: Interval) -> tuple[int, Release, bool]:

@@ -174,10 +174,8 @@ def _result(
         # A notebook: the region is the .ipynb file's line holding the cell's line (the
         # columns of a JSON string are not the code's), the cell and its line are said.
         cell, within, raw_line = locate_in_cells(cells, finding.span.line)
-        location = _location(finding.path, Span(raw_line or 1, 1, raw_line or 1, 1, 0, 0))
-        region = location["physicalLocation"]["region"]  # type: ignore[index]
-        for key in ("startColumn", "endColumn"):
-            region.pop(key)
+        line = raw_line or 1
+        location = _location(finding.path, Span(line, 1, line, 1, 0, 0), columns=False)
         properties = {**properties, "cell": cell, "cellLine": within}
         where = f" [cell {cell}, line {within}]"
     else:
@@ -198,16 +196,19 @@ def _result(
     }
 
 
-def _location(path: str, span: Span) -> dict[str, object]:
+def _location(path: str, span: Span, columns: bool = True) -> dict[str, object]:
+    region = {
+        "startLine": span.line,
+        "startColumn": span.column,
+        "endLine": span.end_line,
+        "endColumn": span.end_column,
+    }
+    if not columns:  # a notebook's line: the columns of its JSON text are not the code's
+        del region["startColumn"], region["endColumn"]
     return {
         "physicalLocation": {
             "artifactLocation": {"uri": _uri(path), "uriBaseId": "SRCROOT"},
-            "region": {
-                "startLine": span.line,
-                "startColumn": span.column,
-                "endLine": span.end_line,
-                "endColumn": span.end_column,
-            },
+            "region": region,
         }
     }
 
