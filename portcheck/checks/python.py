@@ -256,6 +256,8 @@ def _int_values(value: Node | None) -> list[tuple[int, Node]]:
     parent = value.parent
     while parent is not None:
         if parent.type in ("list_comprehension", "generator_expression"):
+            if any(c.type == "if_clause" for c in parent.named_children):
+                return []  # the values are filtered (`if w * warp_size <= 1024`): not known
             for clause in (c for c in parent.named_children if c.type == "for_in_clause"):
                 if text(clause.child_by_field_name("left")) == name:
                     values = clause.child_by_field_name("right")

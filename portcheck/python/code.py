@@ -50,6 +50,7 @@ from portcheck.model import (
     PyUse,
     RouteVerdicts,
     Span,
+    Status,
 )
 from portcheck.parse.text import LineIndex
 from portcheck.python import deps
@@ -78,6 +79,7 @@ TRITON_LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "waves
 # Where the CUDA source sits in each CuPy constructor: (position, keyword).
 KERNEL_SOURCE_ARGUMENT = {"ElementwiseKernel": (2, "operation"), "ReductionKernel": (3, "map_expr")}
 DEVICE_STRING = re.compile(rb"cuda(?::\d+)?")
+ROCM_FORK = re.compile(r"github\.com[/:]ROCm/", re.IGNORECASE)
 CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
 # An identifier under these is not a use of what it names: chains are judged whole
 # (`attribute`), and parameters, imports and keyword names only bind or label.
@@ -245,6 +247,13 @@ class PythonScan:
             return  # build tooling (setuptools, wheel, ninja): not a GPU dependency
         if rule is not None:
             rule = self.rules.judged(rule, requirement.spec)
+            if ROCM_FORK.search(requirement.spec) and rule.status.rocm is Status.UNSUPPORTED:
+                # `flash-attn @ git+https://github.com/ROCm/flash-attention`: AMD's own port
+                rule = replace(
+                    rule,
+                    status=replace(rule.status, rocm=Status.PARTIAL),
+                    note=f"installed from AMD's ROCm fork (github.com/ROCm) | {rule.note}",
+                )
         dependency = Dependency(
             name=normalise_package(requirement.name),
             spec=requirement.spec,

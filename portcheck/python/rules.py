@@ -278,10 +278,10 @@ class PythonRules:
 
 @lru_cache(maxsize=1)
 def python_rules_digest() -> str:
-    """A hash of the shipped Python rule files and of the hazard catalogue, which holds
-    the Python hazards (part of the scan cache's key)."""
+    """A hash of the shipped Python rule files (packages, APIs, wheel indexes) and of the
+    hazard catalogue, which holds the Python hazards (part of the scan cache's key)."""
     digest = hashlib.sha256()
-    for name in ("packages.yaml", "apis.yaml"):
+    for name in ("packages.yaml", "apis.yaml", "wheels.yaml"):
         digest.update(data_dir("rules").joinpath("python", name).read_bytes())
     digest.update(catalogue_digest().encode())
     return digest.hexdigest()
