@@ -96,6 +96,18 @@ def test_notebook_entries_carry_cell_and_line_in_every_format(doc):
         assert f"[cell {cell}, line {line}]" in result["message"]["text"]
 
 
+def test_html_shows_notebook_positions_in_cards_and_tables():
+    from portcheck.report.html import render_html
+
+    report = portcheck.scan(LLMTUNE / "notebooks", cache=False)
+    page = render_html(report)
+    name = NOTEBOOK.split("/")[-1]
+    assert f"{name}:cell 5:4" in page  # the CUDA card of `% 32` in cell 5
+    assert f"{name}:cell 2:6" in page  # `!nvidia-smi` in the Python table
+    for finding in report.findings:  # no line of the joined cells' text leaks out
+        assert f"{name}:{finding.span.line}<" not in page
+
+
 def test_triton_kernels_are_listed_with_the_hazards_in_their_bodies(doc):
     kernels = {(k["path"], k["name"]): k for k in doc["python"]["kernels"]}
     assert set(kernels) >= {

@@ -162,6 +162,7 @@ def _context(view: ReportView) -> dict[str, object]:
     routes = _routes(view)
     return {
         "report": report,
+        "where": report.where,  # `path:line`, or `nb.ipynb:cell 3:2` in a notebook
         "targets": targets,
         "target_title": {str(t): TARGET_TITLE[t] for t in report.targets},
         "status_order": [str(s) for s in STATUS_ORDER],
