@@ -149,7 +149,7 @@ def test_suppression_and_ignore_work_for_python_hazards(tmp_path):
     (tmp_path / "probe.py").write_text(
         "import subprocess\nimport torch\n"
         "subprocess.run(['nvidia-smi'])  # portcheck: ignore[nvidia-smi]\n"
-        "print(torch.version.cuda)\n"
+        "major = float(torch.version.cuda)\n"
     )
     report = portcheck.scan(tmp_path, cache=False)
     assert [f.id for f in report.python.findings] == ["PY001"]

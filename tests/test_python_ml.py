@@ -65,7 +65,7 @@ def test_findings_sit_where_the_markers_say_in_scripts_kernels_and_notebook_cell
 
 def test_notebook_entries_carry_cell_and_line_in_every_format(doc):
     usages = {(u["name"], u.get("cell"), u["line"]) for u in doc["python"]["usages"]}
-    assert ("torch.version.cuda", 4, 5) in usages  # cell 4 counts the markdown cells too
+    assert ("torch.version.cuda.split", 4, 5) in usages  # cell 4 counts the markdown cells too
     deps = {(d["name"], d.get("cell"), d["line"]) for d in doc["python"]["dependencies"]}
     assert {("torch", 2, 2), ("bitsandbytes", 2, 4), ("peft", 2, 4)} <= deps  # `!pip install`
     cuda = [u for u in doc["usages"] if u["path"] == NOTEBOOK]
@@ -276,7 +276,7 @@ def test_broken_notebooks_are_reported_not_fatal(tmp_path):
                         "cells": [
                             {
                                 "cell_type": "code",
-                                "input": "import torch\nprint(torch.version.cuda)\n",
+                                "input": "import torch\nv = float(torch.version.cuda)\n",
                             }
                         ]
                     }
@@ -330,3 +330,27 @@ def test_package_version_ranges_are_validated():
     rules = python_rules()
     for name, ranges in rules.versions.items():
         assert all(r.source.strip() for r in ranges), name
+
+
+def test_torch_version_cuda_is_reported_where_it_breaks_not_where_it_is_tested(tmp_path):
+    (tmp_path / "aware.py").write_text(  # a file that tells CUDA and ROCm builds apart
+        "import torch\n\n"
+        "op = 'cutlass' if torch.version.cuda else 'ck'  # ck: AMD's Composable Kernel\n"
+        "if torch.version.hip:\n"
+        "    arch = torch.cuda.get_device_properties(0).gcnArchName\n"
+        "if torch.version.cuda is not None and float(torch.version.cuda) < 12.1:\n"
+        "    raise SystemExit('old CUDA')\n"
+        "print('CUDA', torch.version.cuda)\n"
+        "info = {'cuda': torch.version.cuda}\n"
+        "major = int(torch.version.cuda.split('.')[0])\n"
+    )
+    (tmp_path / "unaware.py").write_text(
+        "import torch\n\ndevice = 'cuda' if torch.version.cuda else 'cpu'\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    found = {
+        (f.path, f.span.line) for f in report.python.findings if f.slug == "torch-version-cuda"
+    }
+    # parsing breaks on ROCm (None); a test of the build is fine where ROCm has its branch,
+    # and sends ROCm to the CPU where it has none
+    assert found == {("aware.py", 10), ("unaware.py", 3)}

@@ -36,16 +36,101 @@ LANE_MASK = re.compile(r"0[xX][fF]{8}[uUlL]*")
 HIP_CHECK = re.compile(r"hip|rocm", re.IGNORECASE)
 
 
+# A file that names HIP or ROCm already tells the two builds apart.
+ROCM_AWARE = re.compile(rb"version\.hip|\bhip\b|rocm", re.IGNORECASE)
+CONDITIONS = ("if_statement", "elif_clause", "while_statement")
+
+
 @hazard("torch-version-cuda", language=PYTHON)
 def torch_version_cuda(ctx: PythonContext) -> None:
+    rocm_aware = ROCM_AWARE.search(ctx.data) is not None
     for node, name in ctx.attributes:
-        if name == "torch.version.cuda" and not _guarded_by_hip_check(node):
-            ctx.report(
-                node.start_byte,
-                node.end_byte,
-                "`torch.version.cuda` is None on ROCm builds of PyTorch (they set "
-                "`torch.version.hip`)",
-            )
+        method = name is not None and name.startswith("torch.version.cuda.")  # `.split(".")`
+        if (name != "torch.version.cuda" and not method) or _guarded_by_hip_check(node):
+            continue
+        if _after_presence_test(node) or (not method and (_is_assigned(node) or _is_shown(node))):
+            continue  # set (a test double), printed or recorded, or read once known not None
+        if not method and _tests_presence(node):
+            if not rocm_aware:  # `if torch.version.cuda:` with no HIP branch anywhere
+                ctx.report(
+                    node.start_byte,
+                    node.end_byte,
+                    "testing `torch.version.cuda` takes the no-CUDA path on ROCm builds of "
+                    "PyTorch (it is None there; they set `torch.version.hip`)",
+                )
+            continue
+        ctx.report(
+            node.start_byte,
+            node.end_byte,
+            "`torch.version.cuda` is None on ROCm builds of PyTorch (they set "
+            "`torch.version.hip`): parsing it fails there",
+        )
+
+
+def _is_assigned(node: Node) -> bool:
+    parent = node.parent
+    return (
+        parent is not None
+        and parent.type == "assignment"
+        and parent.child_by_field_name("left") == node
+    )
+
+
+def _is_shown(node: Node) -> bool:
+    """Printed, logged, formatted into text or recorded in a dict: None is shown as None."""
+    parent = node.parent
+    if parent is None:
+        return False
+    if parent.type in ("interpolation", "pair"):
+        return True
+    if parent.type == "argument_list" and parent.parent is not None:
+        function = text(parent.parent.child_by_field_name("function"))
+        return function == "str" or MESSAGE_CALLS.search(function) is not None
+    return False
+
+
+def _tests_presence(node: Node) -> bool:
+    """Is the value only tested (truthiness, `is None`, `== None`)?"""
+    parent = node.parent
+    if parent is None:
+        return False
+    if parent.type in ("not_operator", "boolean_operator"):
+        return True
+    if parent.type == "comparison_operator":
+        return any(c.type == "none" for c in parent.named_children)
+    if parent.type in CONDITIONS and parent.child_by_field_name("condition") == node:
+        return True
+    return parent.type == "conditional_expression" and parent.named_children[1:2] == [node]
+
+
+def _after_presence_test(node: Node) -> bool:
+    """Read where a test of `torch.version.cuda` has already ruled out None: inside
+    `if torch.version.cuda:`, or right of `torch.version.cuda is not None and …`."""
+    child, parent = node, node.parent
+    while parent is not None:
+        if parent.type in CONDITIONS:
+            condition = parent.child_by_field_name("condition")
+            if (
+                condition is not None
+                and condition != child
+                and b"version.cuda" in (condition.text or b"")
+            ):
+                return True
+        if (
+            parent.type == "boolean_operator"
+            and text(parent.child_by_field_name("operator")) == "and"
+        ):
+            left = parent.child_by_field_name("left")
+            if left is not None and left != child and b"version.cuda" in (left.text or b""):
+                return True
+        if parent.type == "conditional_expression" and len(parent.named_children) > 1:
+            condition = parent.named_children[1]
+            if child == parent.named_children[0] and b"version.cuda" in (condition.text or b""):
+                return True
+        if parent.type in ("function_definition", "module"):
+            return False
+        child, parent = parent, parent.parent
+    return False
 
 
 AMD_SMI_TOOLS = (b"amd-smi", b"rocm-smi", b"rocminfo", b"amdsmi")
