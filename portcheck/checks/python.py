@@ -116,10 +116,7 @@ def _after_presence_test(node: Node) -> bool:
                 and b"version.cuda" in (condition.text or b"")
             ):
                 return True
-        if (
-            parent.type == "boolean_operator"
-            and text(parent.child_by_field_name("operator")) == "and"
-        ):
+        if parent.type == "boolean_operator":  # `x is not None and f(x)`, `x is None or f(x)`
             left = parent.child_by_field_name("left")
             if left is not None and left != child and b"version.cuda" in (left.text or b""):
                 return True
