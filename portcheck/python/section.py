@@ -179,7 +179,8 @@ def _wheel_advice(
         return None
     if target.rocm is None:
         return None
-    named = [d for d in torch if d.name == "torch"]
+    # `torch @ https://…/xpu/torch-2.6.0+xpu….whl` names a wheel, not a version range
+    named = [d for d in torch if d.name == "torch" and "://" not in d.spec]
     # The most precise requirement decides: an exact pin, else a range, else the bare name.
     exact = [d for d in named if requirement_interval(d.spec).pinned is not None]
     ranged = [d for d in named if requirement_interval(d.spec) != EVERYTHING]
