@@ -105,7 +105,7 @@ MANIFEST_NAMES = {
 # requirements.txt, requirements-dev.txt, dev-requirements.in, constraints.txt, requirements/*.txt
 REQUIREMENTS_NAME = re.compile(r"(?:.*[-_.])?(?:requirements|constraints)(?:[-_.].*)?\.(?:txt|in)")
 CONDA_NAME = re.compile(r"environment(?:[-_.].*)?\.ya?ml|conda(?:[-_.].*)?\.ya?ml")
-# A .py file is read when it mentions a GPU framework or CUDA at all.
+# A .py file or a notebook is read when it mentions a GPU framework or CUDA at all.
 PYTHON_MARKER = re.compile(
     rb"cuda|torch|cupy|numba|nvidia|tensorrt|triton|cudnn|nvtx|jax|CUDAExtension", re.I
 )
@@ -128,6 +128,8 @@ def classify_name(name: str, parent: str = "") -> tuple[Language | None, bool]:
     suffix = os.path.splitext(lower)[1]
     if suffix == ".py":
         return Language.PYTHON, True
+    if suffix == ".ipynb":
+        return Language.NOTEBOOK, True
     if suffix in CUDA_SUFFIXES:
         return CUDA_SUFFIXES[suffix], False
     if suffix in BUILD_SUFFIXES:
@@ -428,7 +430,7 @@ def read_candidate(candidate: Candidate, facts: bool = False) -> bytes | Skipped
     if _looks_binary(data):
         return Skipped(candidate.relpath, "binary file (contains NUL bytes)")
     if candidate.needs_cuda_check:
-        if candidate.language is Language.PYTHON:
+        if candidate.language in (Language.PYTHON, Language.NOTEBOOK):
             if PYTHON_MARKER.search(data) is None:
                 return None
         elif not looks_like_cuda(data):

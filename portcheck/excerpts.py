@@ -23,6 +23,8 @@ def read_excerpts(root: Path, findings: Iterable[Finding]) -> tuple[Excerpt, ...
     base = root if root.is_dir() else root.parent
     wanted: dict[str, set[int]] = {}
     for finding in findings:
+        if finding.path.endswith(".ipynb"):
+            continue  # its lines are the cells' (portcheck.python.notebooks), not the file's
         wanted.setdefault(finding.path, set()).add(finding.span.line)
     real_base = base.resolve()
     excerpts: list[Excerpt] = []

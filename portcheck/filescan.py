@@ -31,6 +31,7 @@ from portcheck.constexpr_if import constexpr_branches
 from portcheck.discover import looks_like_cuda
 from portcheck.extract import C_LIBRARY_NAMES, CUDA_SHAPE, Extraction, Extractor, guess_family
 from portcheck.model import (
+    CellStart,
     Dependency,
     Extension,
     Finding,
@@ -70,6 +71,7 @@ class FileScan:
     py_uses: list[PyUse] = field(default_factory=list)
     py_findings: list[PyFinding] = field(default_factory=list)
     extensions: list[Extension] = field(default_factory=list)
+    py_kernels: list[Kernel] = field(default_factory=list)  # GPU kernels in Python (Triton)
     # Facts answered with the whole project (portcheck.project): conditional branches,
     # macros and constants, and findings that wait on them.
     preproc: PreprocFacts = EMPTY_FACTS
@@ -78,6 +80,8 @@ class FileScan:
     facts_only: bool = False  # no CUDA in it: not reported, its facts serve the others
     # Project files libclang read for it (relpath, sha256): a change to one is a cache miss.
     clang_inputs: tuple[tuple[str, str], ...] = ()
+    # A notebook: where each code cell sits in the text that was scanned for it.
+    cells: tuple[CellStart, ...] = ()
 
 
 class FileScanner:

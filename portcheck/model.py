@@ -6,8 +6,9 @@ takes and returns these types, so a stage can be tested or replaced alone.
 
 from __future__ import annotations
 
+import bisect
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from json.encoder import encode_basestring_ascii
@@ -65,6 +66,7 @@ class Language(StrEnum):
     PYPROJECT = "pyproject"  # pyproject.toml
     SETUP_CFG = "setup-cfg"  # setup.cfg
     CONDA = "conda"  # environment.yml
+    NOTEBOOK = "notebook"  # Jupyter .ipynb: its code cells are scanned as Python
 
     @property
     def is_source(self) -> bool:
@@ -78,7 +80,14 @@ class Language(StrEnum):
 
 
 PYTHON_LANGUAGES = frozenset(
-    {Language.PYTHON, Language.REQUIREMENTS, Language.PYPROJECT, Language.SETUP_CFG, Language.CONDA}
+    {
+        Language.PYTHON,
+        Language.REQUIREMENTS,
+        Language.PYPROJECT,
+        Language.SETUP_CFG,
+        Language.CONDA,
+        Language.NOTEBOOK,
+    }
 )
 
 
@@ -155,10 +164,18 @@ class PyRule(_FastPickle):
     name: str  # a normalised package name (`cupy-cuda12x`) or a dotted API (`torch.version.cuda`)
     kind: str  # "package" or "api"
     match: str  # "exact" or "prefix" (packages: `nvidia-` covers every NVIDIA runtime wheel)
-    status: RouteVerdicts
+    status: RouteVerdicts  # for a dependency: in the releases its requirement admits
     note: str
     source: str
     replacement: str | None = None
+    gaps: tuple[str, ...] = ()  # what the ROCm build is known to lack, each with its source
+    # (route, why) for each Python route that cannot serve a project using it at all
+    # (a CUDA-only kernel library on DirectML): the route gets no score, only the reason.
+    not_applicable: tuple[tuple[str, str], ...] = ()
+
+    def blocks(self, route: str) -> str | None:
+        """Why `route` cannot serve a project that uses this, or None."""
+        return next((why for name, why in self.not_applicable if name == route), None)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -169,6 +186,7 @@ class PyRule(_FastPickle):
             "replacement": self.replacement,
             "note": self.note,
             "source": self.source,
+            "gaps": list(self.gaps),
         }
 
 
@@ -199,6 +217,7 @@ class Dependency(_FastPickle):
             "replacement": rule.replacement if rule else None,
             "note": rule.note if rule else "not in portcheck's package list",
             "source": rule.source if rule else None,
+            "gaps": list(rule.gaps) if rule else [],
         }
 
 
@@ -472,7 +491,7 @@ class FileSummary:
     uses: int
     findings: int
     parse_errors: int
-    scores: Mapping[str, int]
+    scores: Mapping[str, int | None]  # None: nothing in the file to score (no CUDA)
     front_end: str = "tree-sitter"  # which front end decided this file's findings
 
     def to_dict(self) -> dict[str, object]:
@@ -605,32 +624,76 @@ class OptionalComponent:
 
 
 @dataclass(frozen=True, slots=True)
+class WheelAdvice:
+    """Where the ROCm build of PyTorch comes from for the ROCm release a report judges for
+    (download.pytorch.org/whl/rocmX.Y), and what that means for the project's torch pin."""
+
+    rocm: str  # the ROCm release judged for ("7.0")
+    index_url: str | None  # the PyTorch wheel index of that release; None when it has none
+    torch: tuple[str, ...]  # the torch releases that index serves ("2.10",)
+    requirement: str  # the project's torch requirement as written ("" when it names none)
+    command: str  # the install line that fits both, or "" when none does
+    note: str  # what to change, in words
+    amd_validated: tuple[str, ...] = ()  # PyTorch versions AMD's matrix lists for the release
+    source: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "rocm": self.rocm,
+            "index_url": self.index_url,
+            "torch": list(self.torch),
+            "requirement": self.requirement,
+            "command": self.command,
+            "note": self.note,
+            "amd_validated": list(self.amd_validated),
+            "source": self.source,
+        }
+
+
+def _same_entry(entry: dict[str, object]) -> dict[str, object]:
+    return entry
+
+
+@dataclass(frozen=True, slots=True)
 class PythonSection:
-    """What a scan found in Python code and dependency manifests, judged per Python route."""
+    """What a scan found in Python code, notebooks and dependency manifests, judged per
+    Python route."""
 
     dependencies: tuple[Dependency, ...]
     uses: tuple[PyUse, ...]
     findings: tuple[PyFinding, ...]
     extensions: tuple[Extension, ...]
-    scores: Mapping[str, int]
+    # None: nothing to judge on any Python route, or a route that cannot serve the project
+    # at all (its reason is in `not_applicable`, and it has no effort estimate).
+    scores: Mapping[str, int | None]
     effort: Mapping[str, Effort]
-    files: int  # Python files and manifests read
+    files: int  # Python files, notebooks and manifests read
+    kernels: tuple[Kernel, ...] = ()  # GPU kernels written in Python (`@triton.jit`)
+    not_applicable: Mapping[str, str] = field(default_factory=dict)
+    rocm_wheels: WheelAdvice | None = None  # where ROCm PyTorch comes from, for the target
 
     @property
     def unknown_packages(self) -> int:
         return len({d.name for d in self.dependencies if d.rule is None})
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(
+        self, place: Callable[[dict[str, object]], dict[str, object]] = _same_entry
+    ) -> dict[str, object]:
+        """The `python` object of the JSON document; `place` adds a notebook entry's cell
+        (Report.placed)."""
         return {
             "routes": [str(r) for r in ROUTES],
             "files": self.files,
             "scores": dict(self.scores),
+            "not_applicable": dict(self.not_applicable),
             "effort": {route: e.to_dict() for route, e in self.effort.items()},
             "unknown_packages": self.unknown_packages,
-            "dependencies": [d.to_dict() for d in self.dependencies],
-            "usages": [u.to_dict() for u in self.uses],
-            "findings": [f.to_dict() for f in self.findings],
-            "extensions": [e.to_dict() for e in self.extensions],
+            "rocm_wheels": self.rocm_wheels.to_dict() if self.rocm_wheels else None,
+            "dependencies": [place(d.to_dict()) for d in self.dependencies],
+            "usages": [place(u.to_dict()) for u in self.uses],
+            "findings": [place(f.to_dict()) for f in self.findings],
+            "extensions": [place(e.to_dict()) for e in self.extensions],
+            "kernels": [place(k.to_dict()) for k in self.kernels],
         }
 
 
@@ -750,6 +813,28 @@ class CompileReport:
 
 
 @dataclass(frozen=True, slots=True)
+class CellStart(_FastPickle):
+    """Where one code cell of a notebook sits in the text portcheck scanned for it (its
+    code cells joined, portcheck.python.notebooks): positions in a notebook are lines of
+    that text, and a report turns them into a cell and a line within it."""
+
+    cell: int  # 1-based, counting every cell of the notebook (markdown cells too)
+    line: int  # the line of the scanned text that is the cell's first line
+    raw_line: int = 0  # the .ipynb file's line holding that first line (0: not known)
+
+
+def locate_in_cells(cells: Sequence[CellStart], line: int) -> tuple[int, int, int]:
+    """(cell, line within the cell, line of the .ipynb file or 0) of a line of a
+    notebook's scanned text."""
+    index = bisect.bisect_right([c.line for c in cells], line) - 1
+    if index < 0:
+        return (0, line, 0)
+    start = cells[index]
+    within = line - start.line + 1
+    return (start.cell, within, start.raw_line + within - 1 if start.raw_line else 0)
+
+
+@dataclass(frozen=True, slots=True)
 class Excerpt:
     """Consecutive lines of a scanned file around findings, as the reports that show code
     print them (portcheck.excerpts reads them). Not part of the JSON document."""
@@ -843,6 +928,44 @@ class Report:
     effort_by_directory: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     # Names used only in NVIDIA-only code that has an AMD path: no work on HIP (not in the JSON).
     alternative_names: frozenset[str] = frozenset()
+    # Each scanned notebook's code cells, where they sit in the text that was scanned:
+    # positions in a notebook are lines of that text until a report shows them.
+    notebooks: Mapping[str, tuple[CellStart, ...]] = field(default_factory=dict)
+
+    def locate(self, path: str, line: int) -> tuple[int | None, int]:
+        """(cell, line within it) of a position in a notebook; (None, line) elsewhere."""
+        cells = self.notebooks.get(path)
+        if not cells:
+            return (None, line)
+        cell, within, _ = locate_in_cells(cells, line)
+        return (cell, within)
+
+    def where(self, path: str, line: int) -> str:
+        """`path:line`, or `nb.ipynb:cell 3:2` in a notebook, as every format shows it."""
+        return Report.where_in(self.notebooks, path, line)
+
+    @staticmethod
+    def where_in(notebooks: Mapping[str, tuple[CellStart, ...]], path: str, line: int) -> str:
+        cells = notebooks.get(path)
+        if not cells:
+            return f"{path}:{line}"
+        cell, within, _ = locate_in_cells(cells, line)
+        return f"{path}:cell {cell}:{within}"
+
+    def placed(self, entry: dict[str, object]) -> dict[str, object]:
+        """A JSON entry (with "path" and "line") as the document states it: in a notebook,
+        `cell` (1-based, counting every cell) and `line` within that cell."""
+        path, line = entry.get("path"), entry.get("line")
+        cells = self.notebooks.get(path) if isinstance(path, str) else None
+        if not cells or not isinstance(line, int):
+            return entry
+        cell, within, _ = locate_in_cells(cells, line)
+        end = entry.get("end_line")
+        if isinstance(end, int):
+            entry["end_line"] = end - line + within
+        entry["line"] = within
+        entry["cell"] = cell
+        return entry
 
     @property
     def lines(self) -> int:
@@ -915,9 +1038,9 @@ class Report:
         """The document's lists, each entry made as it is asked for."""
         lists: dict[str, Iterator[object]] = {
             "files": (f.to_dict() for f in self.files),
-            "usages": (u.to_dict() for u in self.uses),
+            "usages": (self.placed(u.to_dict()) for u in self.uses),
             "findings": self._finding_dicts(),
-            "kernels": (k.to_dict() for k in self.kernels),
+            "kernels": (self.placed(k.to_dict()) for k in self.kernels),
             "skipped": (s.to_dict() for s in self.skipped),
             "amd_paths": (p.to_dict() for p in self.amd_paths),
         }
@@ -927,11 +1050,11 @@ class Report:
 
     def _finding_dicts(self) -> Iterator[dict[str, object]]:
         if self.new_finding_indices is None:
-            yield from (f.to_dict() for f in self.findings)
+            yield from (self.placed(f.to_dict()) for f in self.findings)
             return
         new = set(self.new_finding_indices)
         for index, finding in enumerate(self.findings):
-            yield {**finding.to_dict(), "new": index in new}
+            yield {**self.placed(finding.to_dict()), "new": index in new}
 
     def document_tail(self) -> dict[str, object]:
         """The document's fields after its lists: the hipcc of --compile, the Python section."""
@@ -939,7 +1062,7 @@ class Report:
         if self.compile_results:
             tail["hipcc"] = self.toolchain.to_dict() if self.toolchain else {}
         if self.python is not None:
-            tail["python"] = self.python.to_dict()
+            tail["python"] = self.python.to_dict(self.placed)
         return tail
 
     def to_dict(self) -> dict[str, object]:
@@ -962,7 +1085,11 @@ class Report:
             first = False
         for key, items in self.document_lists().items():
             yield f",\n  {json.dumps(key)}: ["
-            encoded = _encoded_uses(self.uses) if key == "usages" else map(_encode, items)
+            encoded = (
+                _encoded_uses(self.uses, self.placed if self.notebooks else None)
+                if key == "usages"
+                else map(_encode, items)
+            )
             yield from _json_list_body(encoded)
         for key, value in self.document_tail().items():
             text = json.dumps(value) if key == "hipcc" else json.dumps(value, indent=2)
@@ -995,16 +1122,21 @@ def _json_list_body(encoded: Iterable[str]) -> Iterator[str]:
     yield "]" if empty else "\n  ]"
 
 
-def _encoded_uses(uses: Iterable[Use]) -> Iterator[str]:
+def _encoded_uses(
+    uses: Iterable[Use], place: Callable[[dict[str, object]], dict[str, object]] | None = None
+) -> Iterator[str]:
     """Each use as `_encode(use.to_dict())` would write it, built directly: a report has
     tens of thousands of uses, and most of each entry is shared with other uses (the
     name, kind, family and path; the hip name and statuses of one rule), so those parts
-    are encoded once each."""
+    are encoded once each. `place`: given when uses may sit in notebooks (Report.placed)."""
     tails: dict[int, str] = {}
     heads: dict[tuple[str, str, str, str], str] = {}
     string = encode_basestring_ascii
     for use in uses:
         name, kind, family, path, span, device, rule = use
+        if place is not None and path.endswith(".ipynb"):
+            yield _encode(place(use.to_dict()))
+            continue
         tail = tails.get(id(rule))
         if tail is None:
             data = use.to_dict()

@@ -6,7 +6,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from portcheck import __version__
@@ -24,18 +24,11 @@ from portcheck.excerpts import read_excerpts
 from portcheck.filescan import FileScan, FileScanner
 from portcheck.graph import Node, build_call_graph, kernels_reaching
 from portcheck.model import (
-    ROUTES,
-    Dependency,
-    Extension,
     FileSummary,
     Finding,
     Kernel,
-    PythonSection,
-    PyUse,
     Report,
-    RouteVerdicts,
     Skipped,
-    Status,
     Target,
     Use,
 )
@@ -48,6 +41,7 @@ from portcheck.options import (
 )
 from portcheck.paths import display_path
 from portcheck.project import ProjectFacts
+from portcheck.python.section import python_section, with_missing_sources
 from portcheck.ruleset import RuleSet, default_rules
 from portcheck.runner import (
     MIN_FILES_FOR_POOL,
@@ -55,7 +49,7 @@ from portcheck.runner import (
     fewer_collections,
     scan_candidates,
 )
-from portcheck.score import Placed, effort, score_project, scores
+from portcheck.score import Placed, score_project, scores
 from portcheck.wire import WireError, decode_report, encode_report
 
 ProgressCallback = Callable[[int, int, str], None]  # (done, total, current path)
@@ -277,18 +271,10 @@ def _memo_get(cache: ScanCache, slot: str, key: str, root: Path, rules: RuleSet)
         return None
     if report.python is not None:
         for extension in report.python.extensions:
-            fresh = _with_missing_sources(root, replace(extension, missing=()))
+            fresh = with_missing_sources(root, replace(extension, missing=()))
             if fresh.missing != extension.missing:
                 return None
     return report
-
-
-def _with_missing_sources(root: Path, extension: Extension) -> Extension:
-    """Mark the sources an extension names that are not in the tree (generated at build
-    time, or a path that is wrong): their CUDA could not be scanned."""
-    base = root if root.is_dir() else root.parent
-    missing = tuple(s for s in extension.sources if not (base / s).is_file())
-    return replace(extension, missing=missing) if missing else extension
 
 
 def _assemble(
@@ -396,15 +382,25 @@ def _assemble(
                 uses=len(kept),
                 findings=len(file_findings),
                 parse_errors=file_scan.parse_errors,
-                scores={str(t): file_scores[str(t)] for t in targets},
+                # None on every route for a file with no CUDA (a Python file, a manifest):
+                # a CUDA score of 100 there would claim a port that was never needed
+                scores={
+                    str(t): file_scores[str(t)] if kept or file_findings else None for t in targets
+                },
                 front_end=file_scan.front_end,
             )
         )
     kernels = _kernels_with_needs([k for s in scans for k in s.kernels], needs)
     not_applicable = options.target.not_applicable(targets)
     scored = score_project(placed, findings, targets, not_applicable)
+    notebooks = {s.path: s.cells for s in scans if s.cells}
+
+    def where(path: str, line: int) -> str:
+        return Report.where_in(notebooks, path, line)
+
     return Report(
-        python=_python_section(root, scans),
+        python=python_section(root, scans, options.target, where),
+        notebooks=notebooks,
         root=display_path(root),
         tool_version=__version__,
         targets=targets,
@@ -427,48 +423,6 @@ def _assemble(
         ),
         amd_paths=tuple(facts.amd_paths()),
         excerpts=read_excerpts(root, findings),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Swap:
-    """A dependency as a work item: an unsupported package with a named ROCm replacement
-    is a swap to review (partial), not a rewrite (docs/scoring.md)."""
-
-    name: str
-    status: RouteVerdicts
-
-    @classmethod
-    def of(cls, dependency: Dependency) -> _Swap:
-        status = dependency.status
-        rule = dependency.rule
-        if rule is not None and rule.replacement and status.rocm is Status.UNSUPPORTED:
-            status = RouteVerdicts(Status.PARTIAL, status.directml)
-        return cls(dependency.name, status)
-
-
-def _python_section(root: Path, scans: list[FileScan]) -> PythonSection | None:
-    """The Python part of the report; None when the tree has no Python at all."""
-    python = [s for s in scans if s.language.is_python]
-    if not python:
-        return None
-    dependencies = [d for s in python for d in s.dependencies]
-    uses = [u for s in python for u in s.py_uses]
-    findings = [f for s in python for f in s.py_findings]
-    # Unknown packages are listed but not scored: most are CPU-only libraries that no
-    # source judges either way (docs/scoring.md).
-    judged: list[PyUse | _Swap] = [
-        *uses,
-        *(_Swap.of(d) for d in dependencies if d.rule is not None),
-    ]
-    return PythonSection(
-        dependencies=tuple(dependencies),
-        uses=tuple(uses),
-        findings=tuple(findings),
-        extensions=tuple(_with_missing_sources(root, e) for s in python for e in s.extensions),
-        scores=scores(judged, findings, ROUTES),
-        effort=effort(judged, findings, ROUTES),
-        files=len(python),
     )
 
 

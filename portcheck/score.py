@@ -234,6 +234,16 @@ def scores(
     return result
 
 
+def project_scores(
+    uses: Sequence[Judged], findings: Sequence[Hazard], targets: Sequence[str]
+) -> dict[str, int | None]:
+    """As `scores`, but None on every route when there is nothing to judge (a Python
+    section with no GPU use): a score of 100 would claim a port that was never needed."""
+    if not uses and not findings:
+        return {str(t): None for t in targets}
+    return dict(scores(uses, findings, targets))
+
+
 def effort(
     uses: Sequence[Judged], findings: Sequence[Hazard], targets: Sequence[str]
 ) -> dict[str, Effort]:

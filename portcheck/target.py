@@ -19,6 +19,9 @@ work (the per-file cache does not depend on the target):
   none on GPUs without matrix cores (HIP `unsupported` there).
 - routes: a route that cannot serve the chosen GPU (ZLUDA on CDNA) is not applicable, with
   the table's reason.
+- Triton kernels (Python findings): a warp count that assumes 32 threads per warp is right
+  on RDNA; TF32 `tl.dot` inputs compile on MI300 only; NVIDIA's FP8 (`float8e4nv`) is native
+  on GPUs with OCP FP8, converted on MI300, missing elsewhere.
 The facts come from rules/gpus.yaml (portcheck.gpus), each with its source.
 """
 
@@ -26,9 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from portcheck.gpus import Fp8, GpuProfile, MatrixKind, describe_unified_memory, describe_wave64
-from portcheck.model import TARGETS, ApiRule, Finding, ReportTarget, Status, Target
+from portcheck.model import TARGETS, ApiRule, Finding, PyFinding, ReportTarget, Status, Target
+
+FindingT = TypeVar("FindingT", Finding, PyFinding)
 
 WAVE_WIDTH_SLUGS = frozenset({"warp-size-assumption", "lane-mask-width"})
 
@@ -128,6 +134,52 @@ class TargetProfile:
             return _note(finding, f"{gpu.name} has {gpu.matrix.value.upper()} matrix cores")
         return finding
 
+    def judge_python(self, finding: PyFinding) -> PyFinding:
+        """A Python finding (a Triton kernel's) with the verdict and message the chosen GPU
+        gives it: warp counts by wavefront width, TF32 and FP8 inputs by what the GPU's
+        Triton backend accepts (portcheck.gpus)."""
+        gpu = self.gpu
+        if finding.slug == "triton-warp-count":
+            if gpu is None:
+                return _note(finding, f"affects {describe_wave64()}")
+            if gpu.warp_size == 32:
+                return replace(
+                    _note(finding, f"not a defect on {gpu.name} (32-wide warps in Triton)"),
+                    targets=replace(finding.targets, rocm=Status.SUPPORTED),
+                )
+            return _note(finding, f"{gpu.name} runs 64-wide wavefronts")
+        if gpu is None or finding.targets.rocm is not Status.PARTIAL:
+            return finding  # tf32x3 and float8e4b15 are unsupported on every AMD GPU
+        if finding.slug == "triton-dot-precision":
+            if gpu.gfx in TF32_GFX:
+                return replace(
+                    _note(finding, f"{gpu.name} computes TF32 (CDNA3)"),
+                    targets=replace(finding.targets, rocm=Status.SUPPORTED),
+                )
+            return replace(
+                _note(
+                    finding, f"{gpu.name} has no TF32 inputs in Triton: the kernel fails to compile"
+                ),
+                targets=replace(finding.targets, rocm=Status.UNSUPPORTED),
+            )
+        if finding.slug == "triton-fp8-type":
+            if gpu.fp8 is Fp8.OCP:
+                return replace(
+                    _note(finding, f"{gpu.name} computes OCP FP8 like NVIDIA"),
+                    targets=replace(finding.targets, rocm=Status.SUPPORTED),
+                )
+            if gpu.fp8 is Fp8.FNUZ:
+                return _note(finding, f"{gpu.name} computes FNUZ FP8: values and scales differ")
+            return replace(
+                _note(finding, f"{gpu.name} has no FP8 hardware: Triton offers only float8e5"),
+                targets=replace(finding.targets, rocm=Status.UNSUPPORTED),
+            )
+        return finding
 
-def _note(finding: Finding, text: str) -> Finding:
+
+# Triton's AMD backend allows tf32 `tl.dot` inputs on these targets only (CDNA3).
+TF32_GFX = frozenset({"gfx940", "gfx941", "gfx942"})
+
+
+def _note(finding: FindingT, text: str) -> FindingT:
     return replace(finding, message=f"{finding.message} [{text}]")

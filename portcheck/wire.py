@@ -27,6 +27,7 @@ from portcheck.filescan import FileScan
 from portcheck.model import (
     VERDICT_NAMES,
     AmdPath,
+    CellStart,
     Dependency,
     Effort,
     EffortCategory,
@@ -54,6 +55,7 @@ from portcheck.model import (
     Target,
     Use,
     Verdicts,
+    WheelAdvice,
     WorkItems,
 )
 from portcheck.preproc import Branch, ConstantDef, Invocation, MacroDef, PreprocFacts
@@ -404,6 +406,8 @@ PY_RULE = Record(
         ("note", STR),
         ("source", STR),
         ("replacement", _optional(STR)),
+        ("gaps", STRS),
+        ("not_applicable", _pairs(_check_str)),
     ],
 )
 DEPENDENCY = Record(
@@ -446,6 +450,32 @@ EXTENSION = Record(
     ],
 )
 SKIPPED = Record(Skipped, [("path", STR), ("reason", STR)])
+CELL_START = Record(CellStart, [("cell", INT), ("line", INT), ("raw_line", INT)])
+
+
+def _decode_notebooks(value: Any) -> dict[str, tuple[CellStart, ...]]:
+    if type(value) is not dict:
+        raise _bad("expected notebooks by path")
+    return {_check_str(path): CELL_START.tuple.decode(cells) for path, cells in value.items()}
+
+
+NOTEBOOKS = Field(
+    lambda notebooks: {path: CELL_START.tuple.encode(c) for path, c in notebooks.items()},
+    _decode_notebooks,
+)
+WHEEL_ADVICE = Record(
+    WheelAdvice,
+    [
+        ("rocm", STR),
+        ("index_url", _optional(STR)),
+        ("torch", STRS),
+        ("requirement", STR),
+        ("command", STR),
+        ("note", STR),
+        ("amd_validated", STRS),
+        ("source", STR),
+    ],
+)
 WORK_ITEMS = Record(WorkItems, [("names", STATUS_COUNTS), ("hazards", STATUS_COUNTS)])
 
 
@@ -538,7 +568,9 @@ def _python_scores_name_routes(section: PythonSection) -> None:
     from portcheck.model import ROUTES
 
     routes = {str(route) for route in ROUTES}
-    if set(section.scores) != routes or not routes <= set(section.effort):
+    if set(section.scores) != routes or not routes - set(section.not_applicable) <= set(
+        section.effort
+    ):
         raise _bad("Python scores do not name the Python routes")
 
 
@@ -552,6 +584,9 @@ PYTHON_SECTION = Record(
         ("scores", SCORES),
         ("effort", EFFORT),
         ("files", INT),
+        ("kernels", KERNEL.tuple),
+        ("not_applicable", REASONS),
+        ("rocm_wheels", _optional(WHEEL_ADVICE.field)),
     ],
     _python_scores_name_routes,
 )
@@ -667,11 +702,13 @@ _FILE_FIELDS: list[tuple[str, Field]] = [
     ("py_uses", PY_USE.list),
     ("py_findings", PY_FINDING.list),
     ("extensions", EXTENSION.list),
+    ("py_kernels", KERNEL.list),
     ("preproc", PREPROC.field),
     ("pending", PENDING.list),
     ("front_end", STR),
     ("facts_only", BOOL),
     ("clang_inputs", _pairs(_check_str)),
+    ("cells", CELL_START.tuple),
 ]
 
 
@@ -727,6 +764,7 @@ _REPORT_FIELDS: list[tuple[str, Field]] = [
     ("optional", OPTIONAL_COMPONENT.tuple),
     ("effort_by_directory", HOURS_BY_DIRECTORY),
     ("alternative_names", Field(sorted, lambda value: frozenset(_decode_strs(value)))),
+    ("notebooks", NOTEBOOKS),
 ]
 
 

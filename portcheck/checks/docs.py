@@ -52,8 +52,7 @@ def _comment(example_file: str) -> str:
 def render_hazard_doc(spec: HazardSpec) -> str:
     language = _fence_language(spec.example_file)
     verdicts = "\n".join(
-        f"| {ROUTE_TITLE[r]} | {spec.targets[r].value} | {spec.target_notes.get(r, '')} |"
-        for r in spec.routes
+        f"| {ROUTE_TITLE[r]} | {_verdict(spec, r)} | {_why(spec, r)} |" for r in spec.routes
     )
     source = f"## Source\n\n{spec.source}\n\n" if spec.source else ""
     return (
@@ -70,6 +69,21 @@ def render_hazard_doc(spec: HazardSpec) -> str:
         "## Suppressing\n\n"
         f"Add `{_comment(spec.example_file)} portcheck: ignore[{spec.slug}]` on the line (or the "
         f"line before), or run `portcheck scan --ignore {spec.id}`.\n"
+    )
+
+
+def _verdict(spec: HazardSpec, route: str) -> str:
+    value = spec.targets[route].value
+    return f"{value}, not applicable" if spec.blocks(route) else value
+
+
+def _why(spec: HazardSpec, route: str) -> str:
+    """The catalogue's note for the route, and why the route cannot serve the project at
+    all when it cannot (it then gets no score)."""
+    note = spec.target_notes.get(route, "")
+    blocked = spec.blocks(route)
+    return (
+        f"{note} The route cannot serve such a project (no score): {blocked}" if blocked else note
     )
 
 

@@ -16,7 +16,7 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -65,7 +65,7 @@ REQUIRED_KEYS = frozenset(
         "fix",
     }
 )
-OPTIONAL_KEYS = frozenset({"language", "example_file", "source"})
+OPTIONAL_KEYS = frozenset({"language", "example_file", "source", "not_applicable"})
 
 # The routes each kind of hazard is judged on, and the id each kind's hazards carry.
 ROUTES_OF: dict[Language, tuple[str, ...]] = {
@@ -105,6 +105,13 @@ class HazardSpec:
     fix: str
     example_file: str  # the file name the example is scanned as
     source: str = ""  # where the facts behind the verdicts come from, when not obvious
+    # Routes that cannot serve a project with this hazard at all (route -> why): a Python
+    # route gets no score then (a CUDA extension on DirectML), only the reason.
+    not_applicable: Mapping[str, str] = field(default_factory=dict)
+
+    def blocks(self, route: str) -> str | None:
+        """Why `route` cannot serve a project that has this hazard, or None."""
+        return self.not_applicable.get(route)
 
     @property
     def help_url(self) -> str:
@@ -201,7 +208,17 @@ def parse_entry(raw: Any, index: int, file: str = CATALOGUE_FILE) -> HazardSpec:
         fix=str(raw["fix"]),
         example_file=str(raw.get("example_file", DEFAULT_EXAMPLE_FILE[language])),
         source=str(raw.get("source", "")).strip(),
+        not_applicable=_not_applicable(raw, routes, where),
     )
+
+
+def _not_applicable(raw: Any, routes: tuple[str, ...], where: str) -> dict[str, str]:
+    value = raw.get("not_applicable", {})
+    if not isinstance(value, dict) or not set(map(str, value)) <= set(routes):
+        raise CatalogueError(
+            f"{where}: key 'not_applicable' maps some of {list(routes)} to reasons"
+        )
+    return {str(route): " ".join(str(why).split()) for route, why in value.items()}
 
 
 def parse_catalogue(doc: Any, file: str = CATALOGUE_FILE) -> dict[str, HazardSpec]:

@@ -50,9 +50,11 @@ from portcheck.model import (
     PyUse,
     RouteVerdicts,
     Span,
+    Status,
 )
 from portcheck.parse.text import LineIndex
 from portcheck.python import deps
+from portcheck.python.notebooks import Magic, read_notebook
 from portcheck.python.rules import PythonRules, normalise_package, python_rules
 
 if TYPE_CHECKING:
@@ -71,9 +73,13 @@ KERNEL_STRINGS = {
     f"cupy.{n}": n for n in ("RawKernel", "RawModule", "ElementwiseKernel", "ReductionKernel")
 }
 NUMBA_KERNEL_DECORATORS = {"numba.cuda.jit"}
+# A Triton kernel: `@triton.jit` (under `@triton.autotune`/`@triton.heuristics` or not).
+TRITON_KERNEL_DECORATORS = {"triton.jit"}
+TRITON_LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "waves_per_eu"})
 # Where the CUDA source sits in each CuPy constructor: (position, keyword).
 KERNEL_SOURCE_ARGUMENT = {"ElementwiseKernel": (2, "operation"), "ReductionKernel": (3, "map_expr")}
 DEVICE_STRING = re.compile(rb"cuda(?::\d+)?")
+ROCM_FORK = re.compile(r"github\.com[/:]ROCm/", re.IGNORECASE)
 CUDA_SOURCE_SUFFIXES = (".cu", ".cuh")
 # An identifier under these is not a use of what it names: chains are judged whole
 # (`attribute`), and parameters, imports and keyword names only bind or label.
@@ -140,10 +146,16 @@ class PythonContext:
     # kernels), at the call that does it.
     builds: list[tuple[Node, Extension]] = field(default_factory=list)
     numba_kernels: list[tuple[Node, FunctionInfo]] = field(default_factory=list)
+    triton_kernels: list[tuple[Node, str]] = field(default_factory=list)  # @triton.jit defs
+    # `num_warps=`/`num_stages=` keyword arguments of Triton kernel launches.
+    launch_options: list[Node] = field(default_factory=list)
     # Dependency manifests, and setup.py's install_requires: each requirement with its
     # package rule, and each package index or conda channel with its line.
     requirements: list[tuple[deps.Requirement, PyRule | None]] = field(default_factory=list)
     indexes: list[tuple[str, int]] = field(default_factory=list)
+    # Shell commands a notebook runs (`!nvidia-smi`, a `%%bash` cell): (line, command).
+    shell_commands: list[tuple[int, str]] = field(default_factory=list)
+    root: Node | None = None  # the file's syntax tree (Python code only)
     findings: list[PyFinding] = field(default_factory=list)  # the Python hazards found
     cuda_findings: list[Finding] = field(default_factory=list)  # CUDA hazards (numba kernels)
     _current: HazardSpec | None = None  # the hazard being checked (set by the framework)
@@ -231,6 +243,17 @@ class PythonScan:
 
     def requirement(self, requirement: deps.Requirement) -> None:
         rule = self.rules.package(requirement.name)
+        if rule is None and requirement.build:
+            return  # build tooling (setuptools, wheel, ninja): not a GPU dependency
+        if rule is not None:
+            rule = self.rules.judged(rule, requirement.spec)
+            if ROCM_FORK.search(requirement.spec) and rule.status.rocm is Status.UNSUPPORTED:
+                # `flash-attn @ git+https://github.com/ROCm/flash-attention`: AMD's own port
+                rule = replace(
+                    rule,
+                    status=replace(rule.status, rocm=Status.PARTIAL),
+                    note=f"installed from AMD's ROCm fork (github.com/ROCm) | {rule.note}",
+                )
         dependency = Dependency(
             name=normalise_package(requirement.name),
             spec=requirement.spec,
@@ -245,10 +268,36 @@ class PythonScan:
     def index(self, url: str, line: int) -> None:
         self.context.indexes.append((url, line))
 
+    # -- notebooks ----------------------------------------------------------------------
+
+    def magics(self, magics: list[Magic]) -> None:
+        """A notebook's IPython lines: `pip install` arguments are requirements (and
+        indexes), shell commands go to the checks, CUDA cell bodies to the CUDA scan."""
+        for magic in magics:
+            if magic.kind == "pip":
+                manifest = deps.parse_pip_arguments(magic.text, magic.line)
+                for requirement in manifest.requirements:
+                    self.requirement(requirement)
+                for url, line in manifest.indexes:
+                    self.index(url, line)
+            elif magic.kind == "shell":
+                self.context.shell_commands.append((magic.line, magic.text))
+            elif magic.kind == "cuda":
+                start, _ = self.lines.line_bounds(magic.line)
+                inner = self.scan_cuda(self.path, Language.CUDA, magic.text.encode("utf-8"))
+                self._merge_cuda(inner, magic.line - 1, 0, start)
+                self._builds_at(
+                    magic.line,
+                    Extension(
+                        "cell", self.path, magic.line, scanned_lines=magic.text.count("\n") + 1
+                    ),
+                )
+
     # -- Python code --------------------------------------------------------------------
 
     def code(self) -> None:
-        nodes = list(walk(_parse(self.data)))
+        root = self.context.root = _parse(self.data)
+        nodes = list(walk(root))
         self.result.parse_errors += sum(1 for n in nodes if n.type == "ERROR")
         for node in nodes:
             if node.type in ("import_statement", "import_from_statement"):
@@ -354,6 +403,8 @@ class PythonScan:
                 and _text(function.child_by_field_name("attribute")) == "cuda"
             ):
                 self.use("torch.Tensor.cuda", function)  # `model.cuda()`, `x.cuda(0)`
+            elif function.type == "subscript" and arguments is not None:
+                self._launch(arguments)  # `kernel[grid](x, y, num_warps=8)`
             return
         self.context.calls.append((node, name))
         if name in EXTENSION_BUILDERS:
@@ -385,10 +436,30 @@ class PythonScan:
             if name is None:
                 continue
             self.context.decorators.append((decorator, name))
+            definition = node.child_by_field_name("definition")
+            if definition is None:
+                continue
             if name in NUMBA_KERNEL_DECORATORS:
-                definition = node.child_by_field_name("definition")
-                if definition is not None:
-                    self._numba_kernel(definition)
+                self._numba_kernel(definition)
+            elif name in TRITON_KERNEL_DECORATORS and not any(
+                d is definition for d, _ in self.context.triton_kernels
+            ):
+                self._triton_kernel(definition)
+
+    def _launch(self, arguments: Node) -> None:
+        """The launch options of a Triton kernel launch (`kernel[grid](…, num_warps=8)`)."""
+        for child in arguments.named_children:
+            named = _text(child.child_by_field_name("name"))
+            if child.type == "keyword_argument" and named in TRITON_LAUNCH_OPTIONS:
+                self.context.launch_options.append(child)
+
+    def _triton_kernel(self, definition: Node) -> None:
+        """A `@triton.jit` function: a GPU kernel written in Python, listed in the Python
+        section (its findings are Python findings, judged on the Python routes)."""
+        name = _text(definition.child_by_field_name("name"))
+        span = self.lines.span(definition.start_byte, definition.end_byte)
+        self.result.py_kernels.append(Kernel(name, self.path, span))
+        self.context.triton_kernels.append((definition, name))
 
     # -- CUDA inside Python ---------------------------------------------------------------
 
@@ -425,6 +496,10 @@ class PythonScan:
     def _builds(self, node: Node, extension: Extension) -> None:
         self.result.extensions.append(extension)
         self.context.builds.append((node, extension))
+
+    def _builds_at(self, line: int, extension: Extension) -> None:
+        """CUDA a notebook cell compiles (`%%cuda`, `%%writefile k.cu`): listed, not a call."""
+        self.result.extensions.append(extension)
 
     def _compiled_source(self, node: Node, kind: str, source: Node | None) -> None:
         """CUDA source handed to a compiler at run time (`load_inline`, CuPy kernels):
@@ -507,6 +582,7 @@ class PythonScan:
                     text = self.data[content[0] : content[1]].decode("utf-8", "replace")
                     found = deps.requirement(text, self.lines.span(*content).line)
                     if found:
+                        found.build = keyword == "setup_requires"
                         self.requirement(found)
 
 
@@ -558,14 +634,24 @@ def _normalise(path: str) -> str:
 
 
 def scan_python(result: FileScan, data: bytes, ignore: frozenset[str], scan_cuda: ScanCuda) -> None:
-    """Fill `result` (a Python file or manifest) with what portcheck.python finds; CUDA
-    source embedded in it is scanned with `scan_cuda`. `ignore`: hazard slugs not to check."""
+    """Fill `result` (a Python file, notebook or manifest) with what portcheck.python finds;
+    CUDA source embedded in it is scanned with `scan_cuda`. `ignore`: hazard slugs not to
+    check."""
+    magics: list[Magic] = []
+    if result.language is Language.NOTEBOOK:
+        notebook = read_notebook(data)
+        data = notebook.text.encode("utf-8")
+        result.cells = notebook.cells
+        result.lines = len(notebook.text.splitlines())
+        result.parse_errors += len(notebook.errors)
+        magics = notebook.magics
     scan = PythonScan(result, data, scan_cuda)
     parser = deps.PARSERS.get(result.language)
     if parser is not None:
         scan.manifest(parser(data.decode("utf-8", "replace")))
     else:
         scan.code()
+        scan.magics(magics)
     run_registered(scan.context, Language.PYTHON, ignore)
     marks = suppressions_in(data)
     result.py_findings = [f for f in scan.context.findings if not suppressed(f, marks)]

@@ -29,6 +29,9 @@ class Requirement:
     name: str
     spec: str
     line: int
+    # Needed only to build the package ([build-system] requires, setup_requires): tooling
+    # such as setuptools or wheel is not a GPU dependency and is left out unless known.
+    build: bool = False
 
 
 @dataclass
@@ -84,6 +87,80 @@ def parse_requirements(text: str) -> Manifest:
     return manifest
 
 
+# pip options whose next argument is a value, not a requirement.
+PIP_VALUE_OPTIONS = frozenset(
+    {
+        "-r",
+        "--requirement",
+        "-c",
+        "--constraint",
+        "-t",
+        "--target",
+        "--prefix",
+        "--root",
+        "--trusted-host",
+        "--platform",
+        "--python-version",
+        "--implementation",
+        "--abi",
+        "-C",
+        "--config-settings",
+        "--global-option",
+        "--build-option",
+        "--src",
+        "--cache-dir",
+        "--progress-bar",
+        "--log",
+        "--proxy",
+        "--retries",
+        "--timeout",
+        "--exists-action",
+        "--upgrade-strategy",
+        "--only-binary",
+        "--no-binary",
+        "--report",
+        "--python",
+    }
+)
+PIP_INDEX_OPTIONS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-links"})
+
+
+def parse_pip_arguments(text: str, line: int) -> Manifest:
+    """The arguments of one `pip install` command (a notebook's `!pip install …` line):
+    requirements and package indexes, all at `line`."""
+    import shlex
+
+    manifest = Manifest()
+    try:
+        words = shlex.split(text, comments=True)
+    except ValueError:
+        words = text.split()
+    pending: str | None = None  # an option waiting for its value
+    for word in words:
+        if pending is not None:
+            if pending in PIP_INDEX_OPTIONS:
+                manifest.indexes.append((word, line))
+            elif pending in ("-e", "--editable"):
+                found = requirement(word, line)
+                if found:
+                    manifest.requirements.append(found)
+            pending = None
+            continue
+        if word.startswith("-"):
+            option, has_value, value = word.partition("=")
+            if option in PIP_INDEX_OPTIONS and has_value:
+                manifest.indexes.append((value, line))
+            elif option in PIP_INDEX_OPTIONS | PIP_VALUE_OPTIONS | {"-e", "--editable"}:
+                pending = None if has_value else option
+            continue
+        if word in ("&&", ";", "|", ">", "2>&1") or "$" in word[:1]:
+            break  # the rest is another command
+        found = requirement(word, line)
+        if found:
+            manifest.requirements.append(found)
+    return manifest
+
+
 class _LineFinder:
     """Line numbers for values of a parsed document (TOML/INI/YAML give none): the first
     line at or after the previous hit that contains the text."""
@@ -101,13 +178,14 @@ class _LineFinder:
         return 1
 
 
-def _add_all(manifest: Manifest, finder: _LineFinder, items: Any) -> None:
+def _add_all(manifest: Manifest, finder: _LineFinder, items: Any, build: bool = False) -> None:
     if not isinstance(items, list):
         return
     for item in items:
         if isinstance(item, str):
             found = requirement(item, finder.line_of(item.strip()))
             if found:
+                found.build = build
                 manifest.requirements.append(found)
 
 
@@ -137,7 +215,7 @@ def parse_pyproject(text: str) -> Manifest:
         for items in groups.values():
             _add_all(manifest, finder, items)
     build = _table(doc, "build-system")
-    _add_all(manifest, finder, build.get("requires"))
+    _add_all(manifest, finder, build.get("requires"), build=True)
     poetry = _table(_table(doc, "tool"), "poetry")
     tables = [poetry.get("dependencies"), poetry.get("dev-dependencies")]
     poetry_groups = poetry.get("group")
@@ -166,19 +244,20 @@ def parse_setup_cfg(text: str) -> Manifest:
         manifest.errors.append(f"not a valid setup.cfg: {exc.message}")
         return manifest
     finder = _LineFinder(text)
-    values: list[str] = []
+    values: list[tuple[str, bool]] = []  # (requirements, needed only to build)
     if parser.has_option("options", "install_requires"):
-        values.append(parser.get("options", "install_requires"))
+        values.append((parser.get("options", "install_requires"), False))
     if parser.has_option("options", "setup_requires"):
-        values.append(parser.get("options", "setup_requires"))
+        values.append((parser.get("options", "setup_requires"), True))
     if parser.has_section("options.extras_require"):
-        values += [v for _, v in parser.items("options.extras_require")]
-    for value in values:
+        values += [(v, False) for _, v in parser.items("options.extras_require")]
+    for value, build in values:
         for item in value.replace(";", "\n;").splitlines():
             item = item.strip()
             if item and not item.startswith(";"):
                 found = requirement(item, finder.line_of(item))
                 if found:
+                    found.build = build
                     manifest.requirements.append(found)
     return manifest
 

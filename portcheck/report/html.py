@@ -35,7 +35,7 @@ from portcheck.model import (
 )
 from portcheck.report import for_display
 from portcheck.report.compile import CLASS_TITLE
-from portcheck.report.text import PY_ROUTE_BLURB, PY_ROUTE_TITLE, ROUTE_BLURB, STATUS_MARK
+from portcheck.report.text import ROUTE_BLURB, STATUS_MARK
 from portcheck.report.view import (
     NOTHING_TO_SCORE_SENTENCE,
     TARGET_TITLE,
@@ -180,6 +180,7 @@ def _context(view: ReportView) -> dict[str, object]:
     routes = _routes(view)
     return {
         "report": report,
+        "where": report.where,  # `path:line`, or `nb.ipynb:cell 3:2` in a notebook
         "targets": targets,
         "target_title": {str(t): TARGET_TITLE[t] for t in report.targets},
         "status_order": [str(s) for s in STATUS_ORDER],
@@ -212,18 +213,19 @@ def _context(view: ReportView) -> dict[str, object]:
         "severities": [s.name.lower() for s in sorted(Severity, reverse=True)],
         "slugs": sorted({f.slug for f in report.findings}),
         "compile": _compile(report),
-        "python": _python(report),
+        "python": _python(view),
         "scoring": _scoring(view),
         "credit": {str(s): CREDIT[s] for s in STATUS_ORDER},
         "hours_per_item": HOURS,
     }
 
 
-def _python(report: Report) -> dict[str, object] | None:
+def _python(view: ReportView) -> dict[str, object] | None:
     """The Python section: routes, dependencies, API names, findings, CUDA inside Python."""
-    section = report.python
-    if section is None:
+    python = view.python
+    if python is None:
         return None
+    section = python.section
     first: dict[str, PyUse] = {}
     counts: Counter[str] = Counter()
     for use in section.uses:
@@ -235,27 +237,46 @@ def _python(report: Report) -> dict[str, object] | None:
             "statuses": use.status.to_dict(),
             "note": use.rule.note,
             "uses": counts[name],
-            "where": f"{use.path}:{use.span.line}",
+            "where": python.where(use.path, use.span.line),
         }
         for name, use in sorted(first.items(), key=lambda item: (-counts[item[0]], item[0]))
     ]
     routes = [
         {
-            "route": route,
-            "title": PY_ROUTE_TITLE[route],
-            "blurb": PY_ROUTE_BLURB[route],
-            "score": score,
-            "tone": _tone(score),
-            "hours": _hours(section.effort[route].total_hours),
+            "route": route.route,
+            "title": route.title,
+            "blurb": route.blurb,
+            "score": route.score,
+            "reason": route.reason,
+            "tone": _tone(route.score),
+            "hours": None if route.hours is None else _hours(route.hours),
         }
-        for route, score in section.scores.items()
+        for route in python.routes
+    ]
+    findings = [{**item.finding.to_dict(), "where": item.where} for item in python.findings]
+    dependencies = [
+        {**d.to_dict(), "where": python.where(d.path, d.line)} for d in section.dependencies
+    ]
+    extensions = [
+        {**e.to_dict(), "where": python.where(e.path, e.line)} for e in section.extensions
+    ]
+    kernels = [
+        {
+            "name": k.name,
+            "where": python.where(k.path, k.span.line),
+            "slugs": sorted(set(k.findings)),
+        }
+        for k in section.kernels
     ]
     return {
         "routes": routes,
-        "dependencies": [d.to_dict() for d in section.dependencies],
+        "nothing_to_judge": python.nothing_to_judge,
+        "wheel_sentence": python.wheel_sentence,
+        "dependencies": dependencies,
         "apis": apis,
-        "findings": [f.to_dict() for f in section.findings],
-        "extensions": [e.to_dict() for e in section.extensions],
+        "findings": findings,
+        "extensions": extensions,
+        "kernels": kernels,
         "unknown_packages": section.unknown_packages,
         "files": section.files,
     }
@@ -424,7 +445,7 @@ def _names(view: ReportView) -> list[dict[str, object]]:
                 "hip": use.hip or "",
                 "statuses": {str(t): str(use.status[t]) for t in view.targets},
                 "uses": entry.uses,
-                "where": f"{use.path}:{use.span.line}",
+                "where": view.report.where(use.path, use.span.line),
                 "note": (use.rule.notes or "") if use.rule else "not in the rule set",
             }
         )
@@ -439,8 +460,8 @@ def _files(report: Report) -> list[dict[str, object]]:
             "lines": f.lines,
             "uses": f.uses,
             "findings": f.findings,
-            "scores": {str(t): f.scores.get(str(t), 100) for t in report.targets},
-            "tones": {str(t): _tone(f.scores.get(str(t), 100)) for t in report.targets},
+            "scores": {str(t): f.scores.get(str(t)) for t in report.targets},
+            "tones": {str(t): _tone(f.scores.get(str(t))) for t in report.targets},
         }
         for f in sorted(report.files, key=lambda f: f.path)
     ]

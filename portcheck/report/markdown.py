@@ -8,8 +8,12 @@ import re
 from portcheck.model import Report, Status
 from portcheck.paths import display_path
 from portcheck.report import for_display
-from portcheck.report.text import PY_ROUTE_TITLE
-from portcheck.report.view import NOTHING_TO_SCORE_SENTENCE, TARGET_TITLE, ReportView
+from portcheck.report.view import (
+    NOTHING_TO_JUDGE,
+    NOTHING_TO_SCORE_SENTENCE,
+    TARGET_TITLE,
+    ReportView,
+)
 
 MARK = {
     Status.SUPPORTED: "✅",
@@ -45,10 +49,6 @@ def _code(text: str) -> str:
     return f"{fence}{padded}{fence}"
 
 
-def _where(path: str, line: int) -> str:
-    return _code(f"{path}:{line}")
-
-
 def render_markdown(report: Report) -> str:
     view = ReportView(for_display(report))
     report, counts = view.report, view.counts
@@ -70,7 +70,7 @@ def render_markdown(report: Report) -> str:
             way = f"blocked by {len(route.blockers)}: {way}"
         lines.append(
             f"| {TARGET_TITLE[target]} | {verdict} | {shown} | "
-            f"{'—' if hours is None else hours} h | {way or '—'} |"
+            f"{'—' if hours is None else f'{hours} h'} | {way or '—'} |"
         )
     lines.append("")
     lines += _optional(view)
@@ -105,8 +105,8 @@ def render_markdown(report: Report) -> str:
         for entry in sorted(unsupported, key=lambda e: -e.uses)[:30]:
             lines.append(f"- {_code(entry.name)} ×{entry.uses}")
         lines.append("\n</details>\n")
-    if report.python is not None:
-        lines += _python(report)
+    if view.python is not None:
+        lines += _python(view)
     lines.append(
         "Scores: mean credit over work items (each CUDA name, each hazard kind per "
         "file); see docs/scoring.md."
@@ -114,21 +114,35 @@ def render_markdown(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _python(report: Report) -> list[str]:
-    section = report.python
-    assert section is not None
+def _python(view: ReportView) -> list[str]:
+    python = view.python
+    assert python is not None
     lines = ["#### Python", "", "| Python route | readiness | effort |", "|---|---:|---:|"]
-    for route, score in section.scores.items():
-        hours = section.effort[route].total_hours
-        lines.append(f"| {PY_ROUTE_TITLE[route]} | **{score}** / 100 | {hours} h |")
+    for route in python.routes:
+        if route.reason is not None:
+            lines.append(f"| {route.title} | n/a | — |")
+        elif route.score is None:
+            lines.append(f"| {route.title} | — | — |")
+        else:
+            lines.append(f"| {route.title} | **{route.score}** / 100 | {route.hours} h |")
     lines.append("")
-    for finding in section.findings[: PER_HAZARD * 4]:
-        where = _where(finding.path, finding.span.line)
-        lines.append(f"- {finding.id} {where} {_cell(finding.message)}")
-    if len(section.findings) > PER_HAZARD * 4:
-        lines.append(f"- … and {len(section.findings) - PER_HAZARD * 4} more")
-    if section.unknown_packages:
-        lines.append(f"\n{section.unknown_packages} package(s) not in portcheck's list: unknown.")
+    if python.nothing_to_judge:
+        lines.append(f"No Python route has a score: {NOTHING_TO_JUDGE}.\n")
+    for route in python.routes:
+        if route.reason is not None:
+            lines.append(f"- {route.title} is not applicable: {_cell(route.reason)}")
+    if python.wheel_sentence:
+        lines.append(f"- {_cell(python.wheel_sentence)}")
+    lines.append("")
+    shown = python.findings[: PER_HAZARD * 4]
+    for item in shown:
+        lines.append(f"- {item.finding.id} {_code(item.where)} {_cell(item.finding.message)}")
+    if len(python.findings) > len(shown):
+        lines.append(f"- … and {len(python.findings) - len(shown)} more")
+    if python.unknown_packages:
+        lines.append(
+            f"\n{len(python.unknown_packages)} package(s) not in portcheck's list: unknown."
+        )
     lines.append("")
     return lines
 
@@ -188,7 +202,8 @@ def _findings(view: ReportView) -> list[str]:
             if finding.optional:
                 ported += f" *(optional: {_cell(finding.optional)})*"
             lines.append(
-                f"- {_where(finding.path, finding.span.line)} {_cell(finding.message)}{ported}"
+                f"- {_code(view.report.where(finding.path, finding.span.line))} "
+                f"{_cell(finding.message)}{ported}"
             )
         if group.count > PER_HAZARD:
             lines.append(f"- … and {group.count - PER_HAZARD} more")

@@ -9,7 +9,15 @@ from urllib.parse import quote
 
 from portcheck.checks import HazardSpec, catalogue
 from portcheck.checks.docs import render_hazard_doc
-from portcheck.model import Finding, Language, PyFinding, Report, Severity, Span
+from portcheck.model import (
+    Finding,
+    Language,
+    PyFinding,
+    Report,
+    Severity,
+    Span,
+    locate_in_cells,
+)
 from portcheck.paths import display_path
 from portcheck.report.view import NOTHING_TO_SCORE_SENTENCE, ReportView
 
@@ -34,6 +42,7 @@ def report_to_sarif(report: Report) -> dict[str, object]:
             index[finding.slug],
             f"HIP: {finding.targets.hip}, ZLUDA: {finding.targets.zluda}, "
             f"SCALE: {finding.targets.scale}",
+            report,
             kernels=list(finding.kernels),
         )
         for finding in report.findings
@@ -43,6 +52,7 @@ def report_to_sarif(report: Report) -> dict[str, object]:
             py,
             index[py.slug],
             f"PyTorch on ROCm: {py.targets.rocm}, DirectML: {py.targets.directml}",
+            report,
         )
         for py in (report.python.findings if report.python else ())
     ]
@@ -170,14 +180,29 @@ def _plain(markdown: str) -> str:
 
 
 def _result(
-    finding: Finding | PyFinding, rule_index: int, verdicts: str, **properties: object
+    finding: Finding | PyFinding,
+    rule_index: int,
+    verdicts: str,
+    report: Report,
+    **properties: object,
 ) -> dict[str, object]:
+    cells = report.notebooks.get(finding.path)
+    if cells:
+        # A notebook: the region is the .ipynb file's line holding the cell's line (the
+        # columns of a JSON string are not the code's), the cell and its line are said.
+        cell, within, raw_line = locate_in_cells(cells, finding.span.line)
+        line = raw_line or 1
+        location = _location(finding.path, Span(line, 1, line, 1, 0, 0), columns=False)
+        properties = {**properties, "cell": cell, "cellLine": within}
+        where = f" [cell {cell}, line {within}]"
+    else:
+        location, where = _location(finding.path, finding.span), ""
     return {
         "ruleId": finding.id,
         "ruleIndex": rule_index,
         "level": LEVEL[finding.severity],
-        "message": {"text": f"{finding.message} ({verdicts})"},
-        "locations": [_location(finding.path, finding.span)],
+        "message": {"text": f"{finding.message} ({verdicts}){where}"},
+        "locations": [location],
         "partialFingerprints": {"portcheckFinding/v1": finding.fingerprint},
         "properties": {
             "slug": finding.slug,
@@ -188,16 +213,19 @@ def _result(
     }
 
 
-def _location(path: str, span: Span) -> dict[str, object]:
+def _location(path: str, span: Span, columns: bool = True) -> dict[str, object]:
+    region = {
+        "startLine": span.line,
+        "startColumn": span.column,
+        "endLine": span.end_line,
+        "endColumn": span.end_column,
+    }
+    if not columns:  # a notebook's line: the columns of its JSON text are not the code's
+        del region["startColumn"], region["endColumn"]
     return {
         "physicalLocation": {
             "artifactLocation": {"uri": _uri(path), "uriBaseId": "SRCROOT"},
-            "region": {
-                "startLine": span.line,
-                "startColumn": span.column,
-                "endLine": span.end_line,
-                "endColumn": span.end_column,
-            },
+            "region": region,
         }
     }
 

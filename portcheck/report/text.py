@@ -12,6 +12,7 @@ from rich.text import Text
 from portcheck.model import CompileReport, Report, Status, Target, Toolchain, Use
 from portcheck.report import for_display
 from portcheck.report.view import (
+    NOTHING_TO_JUDGE,
     NOTHING_TO_SCORE,
     NOTHING_TO_SCORE_SENTENCE,
     TARGET_TITLE,
@@ -45,12 +46,6 @@ ROUTE_BLURB = {
     Target.ZLUDA: "run the CUDA binary unchanged (RDNA)",
     Target.SCALE: "compile the CUDA source for AMD",
 }
-# The Python routes (the Python section of every report format).
-PY_ROUTE_TITLE = {"rocm": "PyTorch on ROCm", "directml": "DirectML"}
-PY_ROUTE_BLURB = {
-    "rocm": "ROCm builds of PyTorch and GPU packages (Linux)",
-    "directml": "torch-directml (Windows/WSL, DirectX 12 GPUs)",
-}
 
 
 def _score_style(score: int) -> str:
@@ -80,7 +75,7 @@ def render_text(report: Report, color: bool = False, width: int = 120) -> str:
     _kernels(console, report)
     _effort(console, view)
     _compiled(console, report)
-    _python(console, report)
+    _python(console, view)
     _skipped(console, report)
     console.print(
         "[dim]Readiness = mean credit over the work items (each distinct CUDA name, each "
@@ -214,7 +209,7 @@ def _attention(console: Console, view: ReportView) -> None:
             Text(entry.name),
             Text(use.hip or "—"),
             *marks,
-            Text(f"{use.path}:{use.span.line}"),
+            Text(view.report.where(use.path, use.span.line)),
             str(entry.uses),
         )
     console.print(table)
@@ -242,7 +237,7 @@ def _findings(console: Console, view: ReportView) -> None:
         header.append(f"×{group.count}   {verdicts}   help: {group.help}", style="dim")
         console.print(header)
         for finding in group.findings[:MAX_FINDINGS_PER_HAZARD]:
-            where = f"{finding.path}:{finding.span.line}"
+            where = view.report.where(finding.path, finding.span.line)
             reached = f" (kernels: {', '.join(finding.kernels)})" if finding.kernels else ""
             ported = " [has an AMD path: not scored on HIP]" if finding.amd_alternative else ""
             if finding.optional:
@@ -286,13 +281,14 @@ def _kernels(console: Console, report: Report) -> None:
     for kernel in needy[:10]:
         counts = Counter(kernel.findings)
         listed = ", ".join(f"{slug} ×{n}" for slug, n in counts.most_common())
-        console.print(Text(f"  {kernel.name} ({kernel.path}:{kernel.span.line}): {listed}"))
+        where = report.where(kernel.path, kernel.span.line)
+        console.print(Text(f"  {kernel.name} ({where}): {listed}"))
     console.print()
 
 
 def _effort(console: Console, view: ReportView) -> None:
-    if not view.report.effort:
-        return
+    if all(view.effort(target) is None for target in view.targets):
+        return  # no CUDA to port, or no route that can serve the GPU
     console.print(Text("Estimated effort (hours; assumptions in docs/scoring.md)", style="bold"))
     for target in view.targets:
         estimate = view.effort(target)
@@ -330,36 +326,46 @@ def _unknown(console: Console, view: ReportView) -> None:
     console.print(Text(f"Not in the rule set (status unknown): {listed}{more}"))
 
 
-def _python(console: Console, report: Report) -> None:
-    section = report.python
-    if section is None:
+def _python(console: Console, view: ReportView) -> None:
+    python = view.python
+    if python is None:
         return
-    console.print(
-        Text(
-            f"Python ({section.files} files: {len(section.dependencies)} requirements, "
-            f"{len(section.uses)} GPU API uses, {len(section.extensions)} CUDA builds/kernels)",
-            style="bold",
-        )
-    )
-    for route, score in section.scores.items():
-        hours = section.effort[route].total_hours
-        line = Text(f"  {route:<9}{score:>3}  ")
-        line.append("█" * (score * 30 // 100), style=_score_style(score))
-        line.append("·" * (30 - score * 30 // 100), style="dim")
-        line.append(f"  {PY_ROUTE_BLURB[route]}, ~{hours} h")
-        console.print(line)
-    for finding in section.findings:
-        marks = "  ".join(
-            f"{route} {STATUS_MARK[finding.targets[route]]}" for route in section.scores
-        )
-        console.print(
-            Text(f"  {finding.id} {finding.path}:{finding.span.line}  {finding.message}  [{marks}]")
-        )
-    if section.unknown_packages:
-        unknown = sorted({d.name for d in section.dependencies if d.rule is None})
+    console.print(Text(python.headline, style="bold"))
+    if python.nothing_to_judge:
+        console.print(Text(f"  No route has a score: {NOTHING_TO_JUDGE}."))
+    else:
+        for route in python.routes:
+            if route.reason is not None:
+                line = Text(f"  {route.route:<9}n/a  not applicable: ", style="bold")
+                line.append(route.reason, style="")
+                console.print(line)
+                continue
+            if route.score is None:
+                console.print(Text(f"  {route.route:<9}  —  {NOTHING_TO_JUDGE}"))
+                continue
+            score = route.score
+            line = Text(f"  {route.route:<9}{score:>3}  ")
+            line.append("█" * (score * 30 // 100), style=_score_style(score))
+            line.append("·" * (30 - score * 30 // 100), style="dim")
+            line.append(f"  {route.blurb}, ~{route.hours} h")
+            console.print(line)
+    if python.wheel_sentence:
+        console.print(Text(f"  {python.wheel_sentence}"))
+    routes = [r.route for r in python.routes]
+    for item in python.findings:
+        finding = item.finding
+        marks = "  ".join(f"{route} {STATUS_MARK[finding.targets[route]]}" for route in routes)
+        console.print(Text(f"  {finding.id} {item.where}  {finding.message}  [{marks}]"))
+    kernels = python.section.kernels
+    if kernels:
+        listed = ", ".join(f"{k.name} ({python.where(k.path, k.span.line)})" for k in kernels[:10])
+        more = f", … ({len(kernels) - 10} more)" if len(kernels) > 10 else ""
+        console.print(Text(f"  Triton kernels: {listed}{more}"))
+    if python.unknown_packages:
         console.print(
             Text(
-                f"  Not in the package list (status unknown, not scored): {', '.join(unknown)}",
+                "  Not in the package list (status unknown, not scored): "
+                + ", ".join(python.unknown_packages),
                 style="dim",
             )
         )

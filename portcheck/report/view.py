@@ -22,11 +22,15 @@ from functools import cached_property
 from portcheck.checks import catalogue
 from portcheck.checks.docs import render_hazard_doc
 from portcheck.model import (
+    ROUTES,
     Counts,
     Effort,
+    EffortCategory,
     FileSummary,
     Finding,
     OptionalComponent,
+    PyFinding,
+    PythonSection,
     Report,
     RouteAssessment,
     RouteBlocker,
@@ -237,6 +241,12 @@ class ReportView:
         return "; ".join(parts)
 
     @cached_property
+    def python(self) -> PythonView | None:
+        """The Python section as every format states it; None without one."""
+        section = self.report.python
+        return None if section is None else PythonView(self.report, section)
+
+    @cached_property
     def target_sentence(self) -> str:
         """The ROCm release and GPU the report judged for, said the same way everywhere."""
         return self.report.target.sentence()
@@ -247,8 +257,9 @@ class ReportView:
         return nothing_to_score(self.report)
 
     def effort(self, target: Target) -> Effort | None:
-        """The effort on `target`; None for a route that cannot serve the chosen GPU."""
-        if self.not_applicable(target) is not None:
+        """The effort on `target`; None for a route that cannot serve the chosen GPU, and
+        when there was no CUDA to score (no route has work to estimate)."""
+        if self.not_applicable(target) is not None or self.nothing_to_score:
             return None
         return self.report.effort.get(str(target))
 
@@ -438,7 +449,7 @@ class ReportView:
             statuses={str(t): str(s) for t, s in pairs},
             hours={str(t): self._names_hours(entries, s, t) for t, s in pairs},
             occurrences=sites,
-            where=f"{lead.path}:{lead.span.line}",
+            where=self.report.where(lead.path, lead.span.line),
             more_places=sites - 1,
             anchor="",
             note=shorten(note),
@@ -465,12 +476,109 @@ class ReportView:
             statuses={t: str(s) for t, s in group.verdicts.items()},
             hours=dict(group.hours),
             occurrences=group.count,
-            where=f"{group.first.path}:{group.first.span.line}",
+            where=self.report.where(group.first.path, group.first.span.line),
             more_places=group.count - 1,
             anchor=f"finding-{group.slug}",
             note=note,
             full_note=note,
         )
+
+
+# -- the Python section ------------------------------------------------------------------------
+
+# The Python routes, as every format names them.
+PY_ROUTE_TITLE = {"rocm": "PyTorch on ROCm", "directml": "DirectML"}
+PY_ROUTE_BLURB = {
+    "rocm": "ROCm builds of PyTorch and GPU packages (Linux)",
+    "directml": "torch-directml (Windows/WSL, DirectX 12 GPUs)",
+}
+NOTHING_TO_JUDGE = "nothing GPU-related to judge in the Python code"
+
+
+@dataclass(frozen=True)
+class PythonRoute:
+    """One Python route as every format states it."""
+
+    route: str
+    title: str
+    blurb: str
+    score: int | None  # None: not applicable (see `reason`) or nothing to judge
+    reason: str | None  # why the route cannot serve the project at all
+    hours: float | None  # None when the route is not applicable
+    categories: Mapping[str, EffortCategory]
+
+
+@dataclass(frozen=True)
+class PythonFinding:
+    finding: PyFinding
+    where: str  # `path:line`, or `nb.ipynb:cell 3:2`
+
+
+class PythonView:
+    """What every format says about the Python section of a report."""
+
+    def __init__(self, report: Report, section: PythonSection) -> None:
+        self.report = report
+        self.section = section
+
+    @cached_property
+    def routes(self) -> tuple[PythonRoute, ...]:
+        section = self.section
+        routes = []
+        for route in map(str, ROUTES):
+            reason = section.not_applicable.get(route)
+            estimate = None if reason else section.effort.get(route)
+            routes.append(
+                PythonRoute(
+                    route=route,
+                    title=PY_ROUTE_TITLE[route],
+                    blurb=PY_ROUTE_BLURB[route],
+                    score=section.scores.get(route),
+                    reason=reason,
+                    hours=estimate.total_hours if estimate else None,
+                    categories=dict(estimate.categories) if estimate else {},
+                )
+            )
+        return tuple(routes)
+
+    @cached_property
+    def nothing_to_judge(self) -> bool:
+        """True when no Python route has a score and none was ruled out: no GPU code,
+        GPU package or GPU API was found in the Python files."""
+        return all(r.score is None and r.reason is None for r in self.routes)
+
+    @cached_property
+    def headline(self) -> str:
+        section = self.section
+        kernels = f", {len(section.kernels)} Triton kernels" if section.kernels else ""
+        return (
+            f"Python ({section.files} files: {len(section.dependencies)} requirements, "
+            f"{len(section.uses)} GPU API uses, {len(section.extensions)} CUDA builds/kernels"
+            f"{kernels})"
+        )
+
+    def where(self, path: str, line: int) -> str:
+        return self.report.where(path, line)
+
+    @cached_property
+    def findings(self) -> tuple[PythonFinding, ...]:
+        return tuple(
+            PythonFinding(f, self.where(f.path, f.span.line)) for f in self.section.findings
+        )
+
+    @cached_property
+    def unknown_packages(self) -> list[str]:
+        return sorted({d.name for d in self.section.dependencies if d.rule is None})
+
+    @cached_property
+    def wheel_sentence(self) -> str | None:
+        """Where ROCm PyTorch comes from for the target ROCm release, in one sentence."""
+        wheels = self.section.rocm_wheels
+        if wheels is None:
+            return None
+        if wheels.command:
+            return f"PyTorch for ROCm {wheels.rocm}: `{wheels.command}` ({wheels.note})."
+        return f"PyTorch for ROCm {wheels.rocm}: {wheels.note}."
 
 
 def shorten(text: str, limit: int = 90) -> str:
@@ -480,13 +588,19 @@ def shorten(text: str, limit: int = 90) -> str:
 
 
 __all__ = [
+    "NOTHING_TO_JUDGE",
     "NOTHING_TO_SCORE",
     "NOTHING_TO_SCORE_SENTENCE",
+    "PY_ROUTE_BLURB",
+    "PY_ROUTE_TITLE",
     "TARGET_TITLE",
     "VERDICT_TITLE",
     "Blocker",
     "HazardGroup",
     "NameUses",
+    "PythonFinding",
+    "PythonRoute",
+    "PythonView",
     "ReportView",
     "TopItem",
     "item_hours",
