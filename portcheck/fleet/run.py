@@ -109,17 +109,23 @@ def run_fleet(
         options.settings, work=str(work), registry=str(registry), stop_event=stop_name
     )
     interrupted = False
-    with _client(options) as (client, workers, local):
-        if local and settings.jobs is None:
-            settings = replace(settings, jobs=max(1, available_cpus() // workers))
-        driver.settings = settings
-        driver.workers = workers
-        try:
-            driver.run(client)
-        except KeyboardInterrupt:
-            interrupted = True
-            _stop(client, stop_name, driver.futures, registry)
-    kill_registered(registry)  # what a worker on this machine left behind, if any
+    driver.record_invalid()
+    try:
+        if any(entry.kind != "invalid" for entry in entries):  # else no cluster is needed
+            with _client(options) as (client, workers, local):
+                if local and settings.jobs is None:
+                    settings = replace(settings, jobs=max(1, available_cpus() // workers))
+                driver.settings = settings
+                driver.workers = workers
+                try:
+                    driver.run(client)
+                except KeyboardInterrupt:
+                    interrupted = True
+                    _stop(client, stop_name, driver.futures, registry)
+    except KeyboardInterrupt:  # while the cluster started or closed
+        interrupted = True
+    finally:
+        kill_registered(registry)  # what a worker on this machine left behind, if any
     run = {
         "scheduler": options.scheduler or "local",
         "workers": driver.workers,
@@ -268,14 +274,17 @@ class _Driver:
 
     # -- the loop
 
-    def run(self, client: Any) -> None:
-        from distributed import as_completed
-
+    def record_invalid(self) -> None:
+        """The lines of LIST that name no repository are failures, with the reason."""
         for entry in self.entries:
             if entry.kind == "invalid":
-                self._finish(
-                    entry, self._failure(entry, f"LIST line {entry.line}: {entry.problem}")
-                )
+                reason = f"LIST line {entry.line}: {entry.problem}"
+                self._finish(entry, self._failure(entry, reason))
+
+    def run(self, client: Any) -> None:
+        """Submit every repository and collect what comes back, until all are done."""
+        from distributed import as_completed
+
         flow = as_completed(loop=client.loop)
         for entry in self.entries:
             if entry.kind == "invalid":

@@ -47,9 +47,11 @@ class Entry:
     @property
     def source(self) -> str:
         """The entry as a user wrote it, for reports: the URL with its ref, or the path."""
+        if self.kind == "invalid":
+            return self.text
         if self.kind == "git" and self.ref:
             return f"{self.location}@{self.ref}"
-        return self.location or self.text
+        return self.location
 
     @property
     def pinned_commit(self) -> str | None:
