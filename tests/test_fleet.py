@@ -109,7 +109,7 @@ def cluster():
     from distributed import LocalCluster
 
     with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as local:
         yield local.scheduler_address
 
@@ -382,3 +382,53 @@ def test_an_interrupt_leaves_nothing_running(tmp_path):
     (row,) = portfolio(output)["repositories"]
     assert row["this_run"] == "interrupted"
     assert not (output / ".fleet" / "records" / f"{row['name']}.json").exists()  # redone next time
+
+
+def test_units_are_split_into_at_most_one_group_per_worker():
+    from portcheck.fleet.run import _groups
+
+    units = [f"src/k{i}.cu" for i in range(10)]
+    assert _groups(units, 2) == [tuple(units[:5]), tuple(units[5:])]
+    assert _groups(units[:3], 8) == [tuple(units[:2]), tuple(units[2:3])]
+    assert _groups(units[:1], 8) == [tuple(units[:1])]
+    assert [len(g) for g in _groups(units, 64)] == [2, 2, 2, 2, 2]  # two units at least
+    assert sorted(u for g in _groups(units, 3) for u in g) == units
+
+
+def _hipcc_or_skip() -> None:
+    from portcheck.compile import CompileError, find_toolchain
+
+    try:
+        find_toolchain()
+    except CompileError:
+        if os.environ.get("CI"):
+            pytest.fail("hipcc is missing in CI: .ci/run must install it (apt-get install hipcc)")
+        pytest.skip("hipcc not installed (apt-get install -y hipcc)")
+
+
+def test_compile_units_fan_out_and_land_in_the_report(cluster, tmp_path):
+    _hipcc_or_skip()
+    tree = tmp_path / "units"
+    (tree / "src").mkdir(parents=True)
+    text = (FLEET_FIXTURES / "reduce" / "src" / "scale.cu").read_text()
+    for index in range(4):  # two groups of two on two workers
+        renamed = text.replace("scale", f"scale{index}").replace("scaleOnDevice", f"run{index}")
+        (tree / "src" / f"scale{index}.cu").write_text(renamed)
+    listing = tmp_path / "repos.txt"
+    listing.write_text(f"{tree}\n")
+    output = tmp_path / "out"
+    result = fleet(
+        listing, "-o", output, "--scheduler", cluster, "-j", "1",
+        "--compile", "--offload-arch", "gfx90a", timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads((output / "units.json").read_text())
+    assert [(c["path"], c["arch"], c["ok"]) for c in report["compile"]] == [
+        (f"src/scale{i}.cu", "gfx90a", True) for i in range(4)
+    ]
+    assert report["hipcc"]["path"]
+    (row,) = portfolio(output)["repositories"]
+    assert row["compile"] == {
+        "units": 4, "results": 4, "built": 4, "failed": 0, "code_failures": 0,
+        "problems": [], "groups": 2,
+    }

@@ -43,7 +43,7 @@ from portcheck.resources import write_atomically
 RECORD_SCHEMA = "portcheck.fleet-record/1"
 STATE_FOLDER = ".fleet"
 WORK_FOLDER = ".work"
-UNITS_PER_GROUP = 4  # at least this many units per compile task: each task translates the tree
+UNITS_PER_GROUP = 2  # at least this many units per compile task: each task translates the tree
 STOP_WAIT_SECONDS = 6.0  # for tasks to see the stop and kill their subprocesses
 CONNECT_TIMEOUT = "30s"
 
@@ -182,7 +182,7 @@ def _client(options: FleetOptions) -> Iterator[tuple[Any, int, bool]]:
             n_workers=workers,
             threads_per_worker=1,
             processes=True,
-            dashboard_address=None,
+            dashboard_address=":0",  # any free port: 8787 may be another cluster's
             memory_limit=0,
             silence_logs=logging.ERROR,
         )
@@ -363,7 +363,8 @@ class _Driver:
         scan.seconds += sum(p.seconds for p in parts)
         scan.cpu_seconds += sum(p.cpu_seconds for p in parts)
         text = _with_compile(scan.report, results, hipcc) if results else scan.report
-        self._write_report(entry, scan, text, {"results": results, "problems": problems})
+        compiled = {"results": results, "problems": problems, "groups": len(parts)}
+        self._write_report(entry, scan, text, compiled)
 
     # -- records
 
@@ -382,6 +383,7 @@ class _Driver:
             record["compile"] = {
                 **compile_summary(compiled["results"]),
                 "problems": compiled["problems"],
+                "groups": compiled["groups"],
             }
         self._finish(entry, record)
 
