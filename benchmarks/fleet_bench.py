@@ -68,13 +68,23 @@ REPOS = (
     "ginkgo-project+ginkgo",
     "gpu-mode+lectures",
 )
-GIT = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@e",
-       "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "b@e"}
+GIT = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "b@e",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "b@e",
+}
 
 
 def git(*args: str, cwd: Path | None = None, data: bytes | None = None) -> bytes:
     return subprocess.run(
-        ["git", *args], cwd=cwd, input=data, capture_output=True, check=True, timeout=600,
+        ["git", *args],
+        cwd=cwd,
+        input=data,
+        capture_output=True,
+        check=True,
+        timeout=600,
         env={**os.environ, **GIT},
     ).stdout
 
@@ -99,7 +109,8 @@ def rebuild(name: str, sources: Path) -> tuple[Path, int, int]:
             entries.append((mode, sha, path))
     batch = subprocess.Popen(
         ["git", f"--git-dir={mirror}", "cat-file", "--batch"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
     )
     assert batch.stdin is not None and batch.stdout is not None
     files = missing = 0
@@ -135,8 +146,20 @@ def run_fleet(list_file: Path, workers: int, output: Path, extra: list[str]) -> 
         shutil.rmtree(output)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
-    command = [sys.executable, "-m", "portcheck", "fleet", str(list_file), "-o", str(output),
-               "--workers", str(workers), "--redo", "--no-cache", *extra]
+    command = [
+        sys.executable,
+        "-m",
+        "portcheck",
+        "fleet",
+        str(list_file),
+        "-o",
+        str(output),
+        "--workers",
+        str(workers),
+        "--redo",
+        "--no-cache",
+        *extra,
+    ]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=6 * 3600)
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -194,13 +217,18 @@ def main() -> None:
         print("| workers | repositories | failed | wall s | CPU s | repos/min |")
         print("|---:|---:|---:|---:|---:|---:|")
         for r in results:
-            print(f"| {r['workers']} | {r['repositories']} | {r['failed']} | {r['wall_seconds']} "
-                  f"| {r['cpu_seconds']} | {r['per_minute']} |")
+            print(
+                f"| {r['workers']} | {r['repositories']} | {r['failed']} | {r['wall_seconds']} "
+                f"| {r['cpu_seconds']} | {r['per_minute']} |"
+            )
         if len(results) >= 2:
-            print(f"\nspeed-up {results[0]['workers']} -> {results[-1]['workers']} workers: "
-                  f"{results[0]['wall_seconds'] / results[-1]['wall_seconds']:.2f}x (wall)")
-    json.dump([{k: v for k, v in r.items() if k != "portfolio"} for r in results],
-              sys.stderr, indent=1)
+            print(
+                f"\nspeed-up {results[0]['workers']} -> {results[-1]['workers']} workers: "
+                f"{results[0]['wall_seconds'] / results[-1]['wall_seconds']:.2f}x (wall)"
+            )
+    json.dump(
+        [{k: v for k, v in r.items() if k != "portfolio"} for r in results], sys.stderr, indent=1
+    )
 
 
 if __name__ == "__main__":

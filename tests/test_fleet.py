@@ -21,8 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO
 from portcheck.fleet.sources import read_list
+
+from conftest import FIXTURES, REPO
 
 FLEET_FIXTURES = FIXTURES / "fleet"
 GIT_IDENTITY = {
@@ -248,7 +249,9 @@ def test_blockers_are_the_costliest_across_the_fleet(first_run, repositories):
     hours = [b["hours"] for b in document["blockers"]]
     assert hours == sorted(hours, reverse=True)
     # Nothing in the saxpy folder is in the way: its one AMD branch covers it.
-    assert all(document["repositories"][0]["name"] not in b["repositories"] for b in blockers.values())
+    assert all(
+        document["repositories"][0]["name"] not in b["repositories"] for b in blockers.values()
+    )
 
 
 def test_portfolio_lists_repositories_that_already_have_amd_paths(first_run, repositories):
@@ -275,22 +278,28 @@ def test_portfolio_html_is_self_contained_and_escaped(first_run, repositories):
 
 def test_second_run_redoes_only_what_changed(first_run, repositories, cluster, tmp_path):
     _, output = first_run
-    before = {p.name: p.stat().st_mtime_ns for p in output.glob("*.json") if p.name != "portfolio.json"}
+    before = {
+        p.name: p.stat().st_mtime_ns for p in output.glob("*.json") if p.name != "portfolio.json"
+    }
     again = fleet(repositories["list"], "-o", output, "--scheduler", cluster, "-j", "1")
     assert again.returncode == 1, again.stderr
     rows = by_source(portfolio(output))
     kernels_source = f"file://{repositories['kernels']}@v1"
     assert rows[kernels_source]["this_run"] == "reused"
     assert rows[str(repositories["plain"])]["this_run"] == "reused"
-    after = {p.name: p.stat().st_mtime_ns for p in output.glob("*.json") if p.name != "portfolio.json"}
+    after = {
+        p.name: p.stat().st_mtime_ns for p in output.glob("*.json") if p.name != "portfolio.json"
+    }
     assert after == before  # nothing rewritten
     assert "0 scanned, 2 unchanged, 2 failed" in again.stderr
 
     # A new commit under the tag: that repository, and only it, is scanned again.
     kernels = repositories["kernels"]
     source = kernels / "src" / "scale.cu"
-    source.write_text(source.read_text() + "\nvoid prefetch(float* p, size_t n) {\n"
-                      "    cudaMemPrefetchAsync(p, n, 0);\n}\n")
+    source.write_text(
+        source.read_text() + "\nvoid prefetch(float* p, size_t n) {\n"
+        "    cudaMemPrefetchAsync(p, n, 0);\n}\n"
+    )
     git(kernels, "commit", "-q", "-am", "prefetch")
     git(kernels, "tag", "-f", "v1")
     third = fleet(repositories["list"], "-o", output, "--scheduler", cluster, "-j", "1")
@@ -308,8 +317,16 @@ def test_a_repository_over_its_time_limit_is_killed_and_recorded(cluster, tmp_pa
     listing = tmp_path / "repos.txt"
     listing.write_text(f"{big}\n")
     result = fleet(
-        listing, "-o", tmp_path / "out", "--scheduler", cluster, "--repo-timeout", "0.5",
-        "--no-cache", "-j", "1",
+        listing,
+        "-o",
+        tmp_path / "out",
+        "--scheduler",
+        cluster,
+        "--repo-timeout",
+        "0.5",
+        "--no-cache",
+        "-j",
+        "1",
     )
     assert result.returncode == 1, result.stderr
     (failure,) = portfolio(tmp_path / "out")["failed"]
@@ -353,8 +370,20 @@ def test_an_interrupt_leaves_nothing_running(tmp_path):
     listing.write_text(f"{big}\n")
     output = tmp_path / "out"
     process = subprocess.Popen(
-        [sys.executable, "-m", "portcheck", "fleet", str(listing), "-o", str(output),
-         "--workers", "2", "--no-cache", "-j", "1"],
+        [
+            sys.executable,
+            "-m",
+            "portcheck",
+            "fleet",
+            str(listing),
+            "-o",
+            str(output),
+            "--workers",
+            "2",
+            "--no-cache",
+            "-j",
+            "1",
+        ],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -418,8 +447,17 @@ def test_compile_units_fan_out_and_land_in_the_report(cluster, tmp_path):
     listing.write_text(f"{tree}\n")
     output = tmp_path / "out"
     result = fleet(
-        listing, "-o", output, "--scheduler", cluster, "-j", "1",
-        "--compile", "--offload-arch", "gfx90a", timeout=600,
+        listing,
+        "-o",
+        output,
+        "--scheduler",
+        cluster,
+        "-j",
+        "1",
+        "--compile",
+        "--offload-arch",
+        "gfx90a",
+        timeout=600,
     )
     assert result.returncode == 0, result.stderr
     report = json.loads((output / "units.json").read_text())
@@ -429,6 +467,11 @@ def test_compile_units_fan_out_and_land_in_the_report(cluster, tmp_path):
     assert report["hipcc"]["path"]
     (row,) = portfolio(output)["repositories"]
     assert row["compile"] == {
-        "units": 4, "results": 4, "built": 4, "failed": 0, "code_failures": 0,
-        "problems": [], "groups": 2,
+        "units": 4,
+        "results": 4,
+        "built": 4,
+        "failed": 0,
+        "code_failures": 0,
+        "problems": [],
+        "groups": 2,
     }
