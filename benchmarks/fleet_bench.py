@@ -141,8 +141,11 @@ def rebuild(name: str, sources: Path) -> tuple[Path, int, int]:
     return target, files, missing
 
 
-def run_fleet(list_file: Path, workers: int, output: Path, extra: list[str]) -> dict[str, object]:
-    if output.exists():
+def run_fleet(
+    list_file: Path, workers: int, output: Path, extra: list[str], fresh: bool = True
+) -> dict[str, object]:
+    """One `portcheck fleet` run; `fresh`: a new output folder, --redo and --no-cache."""
+    if fresh and output.exists():
         shutil.rmtree(output)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
@@ -156,8 +159,7 @@ def run_fleet(list_file: Path, workers: int, output: Path, extra: list[str]) -> 
         str(output),
         "--workers",
         str(workers),
-        "--redo",
-        "--no-cache",
+        *(["--redo", "--no-cache"] if fresh else []),
         *extra,
     ]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=6 * 3600)
@@ -166,15 +168,21 @@ def run_fleet(list_file: Path, workers: int, output: Path, extra: list[str]) -> 
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     portfolio = json.loads((output / "portfolio.json").read_text())
     totals = portfolio["totals"]
+    rows = portfolio["repositories"]
     return {
         "workers": workers,
         "exit": finished.returncode,
         "repositories": totals["repositories"],
         "ok": totals["ok"],
         "failed": totals["failed"],
+        "reused": totals["reused"],
         "wall_seconds": round(wall, 1),
         "cpu_seconds": round(cpu, 1),
         "per_minute": round(totals["repositories"] / (wall / 60), 2),
+        # Summed over repositories (they overlap when there is more than one worker):
+        "fetch_seconds": round(sum(r.get("fetch_seconds", 0.0) for r in rows), 1),
+        "scan_seconds": round(sum(r.get("scan_seconds", 0.0) for r in rows), 1),
+        "task_cpu_seconds": portfolio["run"]["task_cpu_seconds"],
         "portfolio": portfolio,
         "command": " ".join(command),
         "stderr_tail": finished.stderr.strip().splitlines()[-3:],
@@ -189,6 +197,9 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=Path(tempfile.gettempdir()) / "fleet-bench")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--prepare-only", action="store_true", help="only rebuild the sources")
+    parser.add_argument(
+        "--resume", action="store_true", help="then run the last one again: nothing changed"
+    )
     parser.add_argument("extra", nargs="*", help="more `portcheck fleet` options (after --)")
     args = parser.parse_args()
     lines = []
@@ -213,19 +224,26 @@ def main() -> None:
             f"{result['per_minute']} repos/min",
             file=sys.stderr,
         )
+    if args.resume and results:
+        last = int(results[-1]["workers"])
+        again = run_fleet(list_file, last, args.output / f"w{last}", args.extra, fresh=False)
+        again["workers"] = f"{last} (resume)"
+        results.append(again)
     if args.markdown:
-        print("| workers | repositories | failed | wall s | CPU s | repos/min |")
-        print("|---:|---:|---:|---:|---:|---:|")
+        print(
+            "| workers | repositories | failed | reused | wall s | CPU s (all processes) "
+            "| repos/min | Σ fetch s | Σ scan s | scan+git CPU s |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in results:
             print(
-                f"| {r['workers']} | {r['repositories']} | {r['failed']} | {r['wall_seconds']} "
-                f"| {r['cpu_seconds']} | {r['per_minute']} |"
+                f"| {r['workers']} | {r['repositories']} | {r['failed']} | {r['reused']} "
+                f"| {r['wall_seconds']} | {r['cpu_seconds']} | {r['per_minute']} "
+                f"| {r['fetch_seconds']} | {r['scan_seconds']} | {r['task_cpu_seconds']} |"
             )
-        if len(results) >= 2:
-            print(
-                f"\nspeed-up {results[0]['workers']} -> {results[-1]['workers']} workers: "
-                f"{results[0]['wall_seconds'] / results[-1]['wall_seconds']:.2f}x (wall)"
-            )
+        timed = {r["workers"]: r["wall_seconds"] for r in results}
+        if 1 in timed and 2 in timed:
+            print(f"\nspeed-up 1 -> 2 workers: {timed[1] / timed[2]:.2f}x (wall)")
     json.dump(
         [{k: v for k, v in r.items() if k != "portfolio"} for r in results], sys.stderr, indent=1
     )

@@ -165,6 +165,9 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path):
     assert "Traceback" not in result.stderr
     arch = fleet(empty, "-o", tmp_path / "out", "--offload-arch", "gfx90a")
     assert arch.returncode == 2 and "--offload-arch goes with --compile" in arch.stderr
+    scheduler = fleet(empty, "-o", tmp_path / "out", "--scheduler", "nonsense://x")
+    assert scheduler.returncode == 2
+    assert "not a Dask scheduler address" in scheduler.stderr.strip().splitlines()[-1]
     bad_target = fleet(empty, "-o", tmp_path / "out", "--targets", "cuda")
     assert bad_target.returncode == 2 and "unknown target 'cuda'" in bad_target.stderr
 

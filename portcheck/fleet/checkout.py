@@ -65,6 +65,7 @@ class Git:
         self.timeout = timeout
         self.stop = stop
         self.registry = registry
+        self.cpu_seconds = 0.0  # of every git command run so far
 
     def run(self, *args: str, cwd: str | os.PathLike[str] | None = None) -> Finished:
         finished = run_bounded(
@@ -75,6 +76,7 @@ class Git:
             stop=self.stop,
             registry=self.registry,
         )
+        self.cpu_seconds += finished.cpu_seconds
         return finished
 
     def must(self, what: str, *args: str, cwd: str | os.PathLike[str] | None = None) -> str:

@@ -213,6 +213,8 @@ def _repository_row(rank: int, record: Mapping[str, Any]) -> Row:
         "amd_guards": summary.get("amd_guards", []),
         "compile": record.get("compile"),
         "seconds": round(float(record.get("seconds") or 0.0), 2),
+        "fetch_seconds": round(float(record.get("fetch_seconds") or 0.0), 2),
+        "scan_seconds": round(float(record.get("scan_seconds") or 0.0), 2),
         "cpu_seconds": round(float(record.get("cpu_seconds") or 0.0), 2),
     }
 

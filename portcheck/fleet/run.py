@@ -90,6 +90,8 @@ def run_fleet(
     is not redone. KeyboardInterrupt (Ctrl-C, or SIGTERM through the CLI) stops every
     task and subprocess and returns with `interrupted` set, after writing the portfolio
     of what was finished."""
+    if options.scheduler is not None:
+        _check_address(options.scheduler)
     entries = read_list(list_path)
     if not entries:
         raise FleetError(f"{list_path}: names no repository (one path or git URL per line)")
@@ -149,6 +151,21 @@ def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _check_address(address: str) -> None:
+    """A scheduler address Dask can dial (`tcp://host:8786`, `host:8786`), or FleetError:
+    a client made for a bad one would hang on its way out."""
+    from distributed.comm import parse_address
+    from distributed.comm.registry import backends
+
+    try:
+        scheme, location = parse_address(address)
+    except ValueError as exc:
+        raise FleetError(f"--scheduler {address!r}: {exc}") from None
+    if scheme not in backends or not location:
+        known = ", ".join(f"{name}://" for name in sorted(backends))
+        raise FleetError(f"--scheduler {address!r}: not a Dask scheduler address ({known})")
 
 
 @contextlib.contextmanager
@@ -404,6 +421,8 @@ class _Driver:
             "summary": None,
             "compile": None,
             "seconds": round(outcome.seconds, 3) if outcome else 0.0,
+            "fetch_seconds": round(outcome.fetch_seconds, 3) if outcome else 0.0,
+            "scan_seconds": round(outcome.scan_seconds, 3) if outcome else 0.0,
             "cpu_seconds": round(outcome.cpu_seconds, 3) if outcome else 0.0,
             "host": outcome.host if outcome else "",
             "finished": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

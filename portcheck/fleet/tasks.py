@@ -92,6 +92,8 @@ class RepoOutcome:
     reason: str = ""
     seconds: float = 0.0
     cpu_seconds: float = 0.0
+    fetch_seconds: float = 0.0  # asking the remote and cloning (or reading a folder's state)
+    scan_seconds: float = 0.0
     host: str = ""
 
 
@@ -188,14 +190,17 @@ def audit_repository(job: RepoJob) -> RepoOutcome:
     git = Git(settings.clone_timeout, stop, settings.registry)
     try:
         folder, state = _locate(entry, settings, git, job.previous_key, outcome)
+        outcome.fetch_seconds = time.monotonic() - started
         if folder is not None:
             _scan(folder, settings, stop, outcome)
             outcome.commit, outcome.dirty = state.commit, bool(state.dirty)
+            outcome.scan_seconds = time.monotonic() - started - outcome.fetch_seconds
     except CheckoutError as exc:
         outcome.status, outcome.reason = "failed", str(exc)
     except OSError as exc:
         outcome.status, outcome.reason = "failed", f"{exc.strerror or exc}: {exc.filename or ''}"
     outcome.seconds = time.monotonic() - started
+    outcome.cpu_seconds += git.cpu_seconds
     return outcome
 
 
