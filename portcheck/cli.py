@@ -918,9 +918,7 @@ def fleet_command(
     except ScanError as exc:
         click.echo(f"Error: {exc}", err=True)
         sys.exit(EXIT_USAGE)
-    scan_args = _fleet_scan_args(
-        targets, exclude, ignore, front_end, file_timeout, no_cache, rocm, gpu
-    )
+    scan_args = _fleet_scan_args(targets, exclude, ignore, front_end, file_timeout, rocm, gpu)
     archs = ""
     compile_args: list[str] = []
     if do_compile:
@@ -931,7 +929,6 @@ def fleet_command(
         for folder in includes:
             compile_args += ["-I", str(Path(folder).resolve())]
         compile_args += [a for e in exclude for a in ("--exclude", e)]
-        compile_args += ["--no-cache"] if no_cache else []
         compile_args += [
             a for flag, v in (("--rocm", rocm), ("--gpu", gpu)) if v for a in (flag, v)
         ]
@@ -950,6 +947,7 @@ def fleet_command(
         jobs=jobs,
         repo_timeout=repo_timeout,
         clone_timeout=clone_timeout,
+        cache=not no_cache,
     )
     fleet_options = FleetOptions(
         output=output, settings=settings, scheduler=scheduler, workers=workers, work=work, redo=redo
@@ -989,7 +987,6 @@ def _fleet_scan_args(
     ignore: tuple[str, ...],
     front_end: str | None,
     file_timeout: float | None,
-    no_cache: bool,
     rocm: str | None,
     gpu: str | None,
 ) -> list[str]:
@@ -1006,8 +1003,6 @@ def _fleet_scan_args(
         args += ["--ignore", hazard]
     if file_timeout is not None:
         args += ["--file-timeout", f"{file_timeout:g}"]
-    if no_cache:
-        args.append("--no-cache")
     return args
 
 

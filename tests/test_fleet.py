@@ -284,7 +284,10 @@ def test_second_run_redoes_only_what_changed(first_run, repositories, cluster, t
     before = {
         p.name: p.stat().st_mtime_ns for p in output.glob("*.json") if p.name != "portfolio.json"
     }
-    again = fleet(repositories["list"], "-o", output, "--scheduler", cluster, "-j", "1")
+    # --no-cache changes no result: it does not make a repository look changed.
+    again = fleet(
+        repositories["list"], "-o", output, "--scheduler", cluster, "-j", "1", "--no-cache"
+    )
     assert again.returncode == 1, again.stderr
     rows = by_source(portfolio(output))
     kernels_source = f"file://{repositories['kernels']}@v1"

@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from portcheck import __version__
-from portcheck.fleet.checkout import CheckoutError, Git, State
+from portcheck.fleet.checkout import CheckoutError, Git, State, files_digest
 from portcheck.fleet.portfolio import summarize
 from portcheck.fleet.process import Finished, run_bounded
 from portcheck.fleet.sources import Entry
@@ -40,16 +40,18 @@ class Settings:
     """What every repository of a run is scanned (and compiled) with.
 
     `scan_args` and `compile_args` are command-line options for `portcheck scan` and
-    `portcheck compile` (already validated by the driver); `archs` is the --offload-arch
-    list, empty without --compile. `jobs`: the scan's and compile's -j inside one task
-    (None: the worker machine's CPUs). `work`: the folder clones go to (on the worker);
-    `registry`: where running process groups are noted; `stop_event`: the name of the
-    Dask Event that says the fleet was interrupted."""
+    `portcheck compile` (already validated by the driver) that shape the report; `archs`
+    is the --offload-arch list, empty without --compile. `jobs`: the scan's and
+    compile's -j inside one task (None: the worker machine's CPUs); `cache`: whether they
+    use portcheck's caches (it changes no result, so neither is in the key). `work`: the
+    folder clones go to (on the worker); `registry`: where running process groups are
+    noted; `stop_event`: the name of the Dask Event that says the fleet was interrupted."""
 
     scan_args: tuple[str, ...] = ()
     archs: str = ""
     compile_args: tuple[str, ...] = ()
     jobs: int | None = None
+    cache: bool = True
     repo_timeout: float = 3600.0
     clone_timeout: float = 600.0
     work: str = ""
@@ -216,7 +218,7 @@ def _locate(
         if not os.access(folder, os.R_OK):
             raise CheckoutError(f"cannot read {entry.location}")
         base = folder if folder.is_dir() else folder.parent
-        state = git.local_state(base) if folder.is_dir() else State(files=_file_state(folder))
+        state = git.local_state(base) if folder.is_dir() else State(files=files_digest(folder))
         outcome.key = resume_key(state, settings)
         outcome.commit, outcome.dirty = state.commit, bool(state.dirty)
         if outcome.key == previous:
@@ -241,18 +243,14 @@ def _locate(
     return folder, state
 
 
-def _file_state(path: Path) -> str:
-    from portcheck.fleet.checkout import files_digest
-
-    return files_digest(path)
-
-
 def _python() -> list[str]:
     return [sys.executable, "-m", "portcheck"]
 
 
 def _jobs(settings: Settings) -> list[str]:
-    return ["--jobs", str(settings.jobs)] if settings.jobs else []
+    """How hard and how: -j, and --no-cache when the caches are off."""
+    jobs = ["--jobs", str(settings.jobs)] if settings.jobs else []
+    return jobs if settings.cache else [*jobs, "--no-cache"]
 
 
 def _scan(
