@@ -907,6 +907,11 @@ def fleet_command(
     if offload_arch and not do_compile:
         raise click.UsageError("--offload-arch goes with --compile")
     try:
+        import distributed  # noqa: F401  # a dependency; checked here for a clear line
+    except ImportError:
+        click.echo("Error: portcheck fleet needs Dask: pip install 'distributed'", err=True)
+        sys.exit(EXIT_USAGE)
+    try:
         options = ScanOptions.of(
             targets=targets,
             exclude=exclude,
