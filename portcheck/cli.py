@@ -591,6 +591,7 @@ def _run_compile(
     include: tuple[str, ...] = (),
     timeout: float = DEFAULT_COMPILE_TIMEOUT,
     scans: Mapping[str, FileScan] | None = None,
+    only: tuple[str, ...] | None = None,
 ) -> CompileReport:
     from portcheck.compile import CompileError, NoToolchainError, available_cpus, compile_tree
 
@@ -617,6 +618,7 @@ def _run_compile(
                 engine=engine,
                 progress=progress,
                 scans=scans,
+                only=only,
             )
     except CompileError as exc:
         stop_progress()
@@ -656,6 +658,14 @@ def _run_compile(
 @click.option("--no-cache", is_flag=True, help="Do not read or write the compile cache.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB.")
 @click.option(
+    "--unit",
+    "units",
+    multiple=True,
+    metavar="RELPATH",
+    help="Compile only this unit (a path relative to PATH; repeatable). The whole tree is "
+    "still translated, so that includes resolve.",
+)
+@click.option(
     "--engine",
     type=click.Choice([*ENGINES, "none"]),
     default="builtin",
@@ -676,6 +686,7 @@ def compile_command(
     jobs: int | None,
     no_cache: bool,
     exclude: tuple[str, ...],
+    units: tuple[str, ...],
     engine: str,
     rocm: str | None,
     gpu: str | None,
@@ -700,6 +711,7 @@ def compile_command(
         defines=defines,
         include=include,
         timeout=timeout,
+        only=units or None,
     )
     text = (
         (json.dumps(report.to_dict(), indent=2) + "\n") if fmt == "json" else render_compile(report)
@@ -776,6 +788,298 @@ def explain_command(hazard: str | None, list_all: bool) -> None:
         )
         sys.exit(EXIT_USAGE)
     click.echo(render_hazard_doc(spec), nl=False)
+
+
+@main.command("fleet")
+@click.argument("list_file", metavar="LIST", type=click.Path(path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Folder for one JSON report per repository and the portfolio "
+    "(portfolio.html, portfolio.csv, portfolio.json).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="A Dask scheduler (tcp://host:8786) whose workers run the repositories; they need "
+    "portcheck installed, and the same paths for local repositories and --work. "
+    "Default: a local cluster sized to this machine.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    help="Worker processes of the local cluster (default: one per CPU).",
+)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(1),
+    help="Processes each repository's scan (and compile) uses (default: the CPUs divided "
+    "by the local workers; with --scheduler, each worker machine's CPUs).",
+)
+@click.option(
+    "--work",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the shallow clones (default: DIR/.work). Local paths are scanned in "
+    "place and never written to.",
+)
+@click.option(
+    "--repo-timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=3600.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop a repository's scan (or one group of its compile units) after this long; "
+    "it is recorded as failed and the rest go on.",
+)
+@click.option(
+    "--clone-timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=600.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop each git command (ls-remote, clone, fetch) after this long.",
+)
+@click.option(
+    "--redo", is_flag=True, help="Scan every repository again, even those that did not change."
+)
+@click.option("--targets", help="Routes to score, comma-separated: hip, zluda, scale.")
+@click.option(
+    "--exclude", multiple=True, metavar="GLOB", help="Skip paths matching GLOB in every repository."
+)
+@click.option("--ignore", multiple=True, metavar="ID|SLUG", help="Do not check this hazard.")
+@click.option(
+    "--front-end",
+    type=click.Choice(["auto", "deep", "tree-sitter"]),
+    help="Which front end decides (see `portcheck scan --help`).",
+)
+@click.option(
+    "--file-timeout",
+    type=click.FloatRange(min=0),
+    metavar="SECONDS",
+    help="Per-file scan time limit (see `portcheck scan --help`).",
+)
+@click.option("--no-cache", is_flag=True, help="Do not read or write the scan and compile caches.")
+@click.option(
+    "--compile",
+    "do_compile",
+    is_flag=True,
+    help="Also translate and compile each repository with hipcc; its units are spread "
+    "over the workers.",
+)
+@click.option(
+    "--offload-arch", metavar="LIST", help="AMD targets for --compile, e.g. gfx90a,gfx1030."
+)
+@click.option(
+    "--std", metavar="STD", help="C++ standard for units without a compile database entry."
+)
+@click.option(
+    "-D", "--define", "defines", multiple=True, metavar="NAME[=VALUE]", help="Macro for --compile."
+)
+@click.option(
+    "-I",
+    "--include",
+    "includes",
+    multiple=True,
+    metavar="DIR",
+    help="Include folder for --compile.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(0, min_open=True),
+    default=DEFAULT_COMPILE_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop one unit's hipcc after this long (--compile).",
+)
+@_target_options
+def fleet_command(
+    list_file: Path,
+    output: Path,
+    scheduler: str | None,
+    workers: int | None,
+    jobs: int | None,
+    work: Path | None,
+    repo_timeout: float,
+    clone_timeout: float,
+    redo: bool,
+    targets: str | None,
+    exclude: tuple[str, ...],
+    ignore: tuple[str, ...],
+    front_end: str | None,
+    file_timeout: float | None,
+    no_cache: bool,
+    do_compile: bool,
+    offload_arch: str | None,
+    std: str | None,
+    defines: tuple[str, ...],
+    includes: tuple[str, ...],
+    timeout: float,
+    rocm: str | None,
+    gpu: str | None,
+) -> None:
+    """Audit many repositories at once on Dask: LIST holds one local path or git
+    URL[@REF] per line (URLs are cloned shallowly). Writes DIR/NAME.json per repository
+    and the portfolio at DIR's top; a second run redoes only what changed. Exit 0 when
+    every repository was audited, 1 when some failed (the portfolio says why), 2 for a
+    usage error, 3 when --compile finds no hipcc, 130 when interrupted."""
+    from portcheck.fleet.run import FleetError, FleetOptions, run_fleet
+    from portcheck.fleet.sources import ListError
+    from portcheck.fleet.tasks import Settings
+
+    if offload_arch and not do_compile:
+        raise click.UsageError("--offload-arch goes with --compile")
+    try:
+        import distributed  # noqa: F401  # a dependency; checked here for a clear line
+    except ImportError:
+        click.echo("Error: portcheck fleet needs Dask: pip install 'distributed'", err=True)
+        sys.exit(EXIT_USAGE)
+    try:
+        options = ScanOptions.of(
+            targets=targets,
+            exclude=exclude,
+            ignore=ignore,
+            front_end=front_end or "auto",
+            rocm=rocm,
+            gpu=gpu,
+        )
+    except ScanError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    scan_args = _fleet_scan_args(targets, exclude, ignore, front_end, file_timeout, rocm, gpu)
+    archs = ""
+    compile_args: list[str] = []
+    if do_compile:
+        archs = _offload_arch(offload_arch, options.target)
+        compile_args = [*(["--std", std] if std else []), "--timeout", f"{timeout:g}"]
+        for define in defines:
+            compile_args += ["-D", define]
+        for folder in includes:
+            compile_args += ["-I", str(Path(folder).resolve())]
+        compile_args += [a for e in exclude for a in ("--exclude", e)]
+        compile_args += [
+            a for flag, v in (("--rocm", rocm), ("--gpu", gpu)) if v for a in (flag, v)
+        ]
+        if scheduler is None:
+            from portcheck.compile import NoToolchainError, find_toolchain
+
+            try:
+                find_toolchain()
+            except NoToolchainError as exc:
+                click.echo(f"Error: {exc}", err=True)
+                sys.exit(EXIT_NO_TOOLCHAIN)
+    settings = Settings(
+        scan_args=tuple(scan_args),
+        archs=archs,
+        compile_args=tuple(compile_args),
+        jobs=jobs,
+        repo_timeout=repo_timeout,
+        clone_timeout=clone_timeout,
+        cache=not no_cache,
+    )
+    fleet_options = FleetOptions(
+        output=output, settings=settings, scheduler=scheduler, workers=workers, work=work, redo=redo
+    )
+    progress, stop_progress = _fleet_progress()
+    try:
+        with _sigterm_as_interrupt():
+            result = run_fleet(list_file, fleet_options, progress)
+    except (ListError, FleetError) as exc:
+        stop_progress()
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    finally:
+        stop_progress()
+    totals = result.portfolio["totals"]
+    assert isinstance(totals, dict)
+    shown = display_path(str(output / "portfolio.html"))
+    if result.interrupted:
+        click.echo(
+            f"portcheck: interrupted: {totals['ok']} of {totals['repositories']} repositories "
+            f"done and kept; run the same command again to go on. Portfolio so far: {shown}",
+            err=True,
+        )
+        sys.exit(EXIT_INTERRUPTED)
+    click.echo(
+        f"portcheck: {totals['repositories']} repositories: {totals['scanned']} scanned, "
+        f"{totals['reused']} unchanged, {totals['failed']} failed -> {shown}",
+        err=True,
+    )
+    if totals["failed"]:
+        sys.exit(EXIT_FAIL_UNDER)
+
+
+def _fleet_scan_args(
+    targets: str | None,
+    exclude: tuple[str, ...],
+    ignore: tuple[str, ...],
+    front_end: str | None,
+    file_timeout: float | None,
+    rocm: str | None,
+    gpu: str | None,
+) -> list[str]:
+    """The `portcheck scan` options every repository of a fleet is scanned with."""
+    args: list[str] = []
+    for flag, value in (("--targets", targets), ("--front-end", front_end), ("--rocm", rocm)):
+        if value:
+            args += [flag, value]
+    if gpu:
+        args += ["--gpu", gpu]
+    for pattern in exclude:
+        args += ["--exclude", pattern]
+    for hazard in ignore:
+        args += ["--ignore", hazard]
+    if file_timeout is not None:
+        args += ["--file-timeout", f"{file_timeout:g}"]
+    return args
+
+
+def _fleet_progress() -> tuple[
+    Callable[[int, int, Mapping[str, int], str], None], Callable[[], None]
+]:
+    """A progress bar with counts on stderr in a terminal; one line per repository
+    otherwise (a CI log)."""
+    if not sys.stderr.isatty():
+
+        def log(done: int, total: int, counts: Mapping[str, int], line: str) -> None:
+            click.echo(f"portcheck: [{done}/{total}] {display_path(line)}", err=True)
+
+        return log, lambda: None
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TaskID,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    console = Console(stderr=True)
+    bar = Progress(
+        TextColumn("repositories"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+    )
+    state: dict[str, TaskID] = {}
+
+    def update(done: int, total: int, counts: Mapping[str, int], line: str) -> None:
+        if "task" not in state:
+            bar.start()
+            state["task"] = bar.add_task("", total=total)
+        described = ", ".join(
+            f"{counts[k]} {k}" for k in ("scanned", "reused", "failed") if counts.get(k)
+        )
+        bar.update(state["task"], completed=done, description=described)
+        bar.console.print(display_path(line), markup=False, highlight=False)
+
+    return update, bar.stop
 
 
 @main.group("rules")

@@ -1132,6 +1132,7 @@ def compile_tree(
     hipcc: str | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     scans: Mapping[str, FileScan] | None = None,
+    only: Iterable[str] | None = None,
 ) -> CompileReport:
     """Translate the CUDA under `path` (in a scratch tree) and compile every translation
     unit (.cu, and .cpp/.c files that use CUDA, except those another file #includes) for
@@ -1143,7 +1144,9 @@ def compile_tree(
     `engine` picks the translation: "builtin", "hipify-perl", "hipify-clang", or "none"
     for sources that are HIP already. An interrupt (KeyboardInterrupt) kills every
     running hipcc with its children before it propagates. `scans`: the files' FileScans
-    from a scan of the same tree (by relative path), so `scan --compile` scans each once."""
+    from a scan of the same tree (by relative path), so `scan --compile` scans each once.
+    `only`: compile just these units (relative paths; the whole tree is still translated
+    so that includes resolve), so that a fleet can spread one tree's units over workers."""
     if engine not in (*ENGINES, "none"):
         raise CompileError(f"unknown engine {engine!r}")
     if engine not in ("builtin", "none") and find_tool(engine) is None:
@@ -1173,8 +1176,11 @@ def compile_tree(
             *{folder for flags in databases.values() for folder in flags.include_dirs()},
         ]
         included = _included_sources(units, search, base)
+        chosen = None if only is None else set(only)
         compiled = []
         for unit in units:
+            if chosen is not None and unit.relpath not in chosen:
+                continue
             if not unit.relpath.lower().endswith(COMPILED_SUFFIXES):
                 continue  # headers are translated so that includes resolve to HIP
             if unit.source in included and unit.flags is None:
