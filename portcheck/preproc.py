@@ -760,18 +760,21 @@ def is_amd_guard(name: str) -> bool:
 
 
 # A macro the project tests but does not define, whose name ends in a platform word
-# (`BNB_HIP`, `IS_ROCM`, `PLATFORM_AMD`), is taken for an AMD guard set by the build.
-# Only at the end: `GGML_HIP_NO_MMQ_MFMA` is an option *of* the AMD build, not a guard.
-PLATFORM_NAME = re.compile(r"(?:^|_)(?:HIP|HIPCC|ROCM|AMD|AMDGPU)_?_?$")
+# (`BNB_HIP`, `IS_ROCM`, `PLATFORM_AMD`, `GINKGO_HIP_PLATFORM_HCC` — HCC is the old name of
+# HIP's AMD platform, as in `__HIP_PLATFORM_HCC__`), is taken for an AMD guard set by the
+# build. Only at the end: `GGML_HIP_NO_MMQ_MFMA` is an option *of* the AMD build, not a guard.
+PLATFORM_NAME = re.compile(r"(?:^|_)(?:HIP|HIPCC|HCC|ROCM|AMD|AMDGPU)_?_?$")
 
 
 def looks_like_amd_guard(name: str) -> bool:
     return PLATFORM_NAME.search(name) is not None
 
 
-# The NVIDIA side's build switches (`AMREX_USE_CUDA`, `WITH_CUDA`, `KOKKOS_ENABLE_CUDA`),
-# when the project does not define them itself: undefined in an AMD build.
-NVIDIA_NAME = re.compile(r"(?:^|_)(?:USE|WITH|ENABLE)_CUDA$")
+# The NVIDIA side's build switches (`AMREX_USE_CUDA`, `WITH_CUDA`, `KOKKOS_ENABLE_CUDA`), and
+# a project's copy of HIP's NVIDIA-platform macro (`GINKGO_HIP_PLATFORM_NVCC`, like
+# `__HIP_PLATFORM_NVIDIA__`), when the project does not define them itself: undefined (or
+# 0) in an AMD build.
+NVIDIA_NAME = re.compile(r"(?:^|_)(?:USE|WITH|ENABLE)_CUDA$|(?:^|_)PLATFORM_(?:NVCC|NVIDIA)_?_?$")
 
 
 def looks_like_nvidia_guard(name: str) -> bool:
