@@ -43,7 +43,13 @@ from portcheck.model import (
 from portcheck.parse import count_lines, decode_source, parse_cuda
 from portcheck.parse.text import LineIndex
 from portcheck.parse.treesitter import structure_captures
-from portcheck.preproc import EMPTY_FACTS, PreprocFacts, evaluate, preprocessor_facts
+from portcheck.preproc import (
+    EMPTY_FACTS,
+    PreprocFacts,
+    evaluate,
+    nvidia_view,
+    preprocessor_facts,
+)
 from portcheck.project import Pending
 from portcheck.ruleset import RuleSet
 
@@ -138,6 +144,16 @@ class FileScanner:
         index = LineIndex(data)
         captures = structure_captures(root)
         result.parse_errors = len(captures.get("error", ()))
+        if result.parse_errors:
+            # Alternatives for AMD written into one declaration or expression: parse the
+            # NVIDIA view (offsets unchanged; the file's text stays what the checks read).
+            view = nvidia_view(data, result.preproc)
+            if view is not None:
+                view_root = parse_cuda(view).root_node
+                view_captures = structure_captures(view_root)
+                view_errors = len(view_captures.get("error", ()))
+                if view_errors < result.parse_errors:
+                    root, captures, result.parse_errors = view_root, view_captures, view_errors
         device_ranges = self.extractor.device_ranges(captures)
         possible_device = self.extractor.possible_device_ranges(captures)
         clang = None
