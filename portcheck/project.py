@@ -285,7 +285,9 @@ class ProjectFacts:
         if in_nv == 0 and in_amd != 0:
             kind = "amd"
         elif in_amd == 0 and (
-            self._mentions_platform(branch) or self._arch_branch_with_fallback(path, branch)
+            self._mentions_platform(branch)
+            or self._arch_branch_with_fallback(path, branch)
+            or self._old_arch_branch(branch)
         ):
             kind = "nvidia"
         self._kinds[key] = kind
@@ -329,6 +331,26 @@ class ProjectFacts:
             return False
         siblings = self.files[path].groups.get(branch.group, ())
         return any(other is not branch and self._taken(other, True) != 0 for other in siblings)
+
+    def _old_arch_branch(self, branch: Branch) -> bool:
+        """`#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 600` with no `#else`: a fallback
+        for old NVIDIA GPUs (a double atomicAdd, a trap stub). An AMD build skips it, as a
+        current NVIDIA GPU does, and compiles the code after it: NVIDIA-only code whose
+        alternative is that code. A test an old GPU fails but a newer one passes
+        (`__CUDA_ARCH__ >= 800`, no `#else`) is not one: there an AMD build loses the
+        branch."""
+        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        if not any(ARCH_COMPARISON.search(t) for t in tests):
+            return False
+
+        def on(arch: int):
+            def env(name: str) -> object:
+                return arch if name == "__CUDA_ARCH__" else self.macro(name, False)
+
+            return env
+
+        newest = branch_condition_value(branch, on(10**6))
+        return newest == 0 and branch_condition_value(branch, on(100)) != 0
 
     def _mentions_platform(self, branch: Branch) -> bool:
         tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
