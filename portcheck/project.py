@@ -268,7 +268,26 @@ class ProjectFacts:
             return True
         if amd is UNDEFINED and nvidia is not UNDEFINED and nvidia is not None:
             return True
+        if nvidia is None and amd is not None and amd is not UNDEFINED:
+            return self._defined_for_amd(name)
         return isinstance(amd, int) and isinstance(nvidia, int) and amd != nvidia
+
+    def _defined_for_amd(self, name: str) -> bool:
+        """`#if __CUDA_ARCH__ >= 800 || defined(USE_AMD_ROCM)` `#define FULL_BF16 1`: set in
+        every AMD build because of an AMD guard, and on some NVIDIA GPUs only. Testing it
+        tells an AMD build apart (`#ifndef FULL_BF16` is code an AMD build never compiles)."""
+        reached = False
+        for path, definition in self._macro_defs.get(name, ()):
+            enclosing = self.files[path].enclosing(definition.offset)
+            if any(self._taken(b, True) == 0 for b in enclosing):
+                continue
+            reached = True
+            tests = [t for b in enclosing for t in (*b.prior, *([b.test] if b.test else []))]
+            if not any(
+                is_amd_guard(n) or looks_like_amd_guard(n) for t in tests for n in names_in(t)
+            ):
+                return False
+        return reached
 
     def _branch_kind(self, path: str, branch: Branch) -> str | None:
         """'amd' for a branch only an AMD build takes, 'nvidia' for one an AMD build never
