@@ -268,14 +268,35 @@ class ProjectFacts:
             return True
         if amd is UNDEFINED and nvidia is not UNDEFINED and nvidia is not None:
             return True
-        if nvidia is None and amd is not None and amd is not UNDEFINED:
-            return self._defined_for_amd(name)
         return isinstance(amd, int) and isinstance(nvidia, int) and amd != nvidia
 
+    def _excluded_by_amd_feature(self, branch: Branch) -> bool:
+        """`#ifndef FULL_BF16`, where `#if __CUDA_ARCH__ >= 800 || defined(USE_AMD_ROCM)`
+        `#define FULL_BF16 1`: a feature every AMD build has because of an AMD guard (and
+        some NVIDIA GPUs), whose absence is what keeps an AMD build out of this branch (a
+        polyfill for the NVIDIA GPUs without it). Not `defined(FULL_BF16) && __CUDA_ARCH__
+        >= 900`: there the arch test keeps AMD out, and an AMD build loses the branch."""
+        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        features = {
+            n
+            for t in tests
+            for n in names_in(t)
+            if n in self._macro_defs and self._defined_for_amd(n)
+        }
+        if not features:
+            return False
+        amd = self._envs[True]
+
+        def without_features(name: str) -> object:
+            return None if name in features else amd(name)
+
+        return branch_condition_value(branch, without_features) != 0
+
     def _defined_for_amd(self, name: str) -> bool:
-        """`#if __CUDA_ARCH__ >= 800 || defined(USE_AMD_ROCM)` `#define FULL_BF16 1`: set in
-        every AMD build because of an AMD guard, and on some NVIDIA GPUs only. Testing it
-        tells an AMD build apart (`#ifndef FULL_BF16` is code an AMD build never compiles)."""
+        """Set in every AMD build because of an AMD guard, and unknown for NVIDIA (by GPU)."""
+        amd, nvidia = self.macro(name, True), self.macro(name, False)
+        if nvidia is not None or amd is None or amd is UNDEFINED:
+            return False
         reached = False
         for path, definition in self._macro_defs.get(name, ()):
             enclosing = self.files[path].enclosing(definition.offset)
@@ -307,6 +328,7 @@ class ProjectFacts:
             self._mentions_platform(branch)
             or self._arch_branch_with_fallback(path, branch)
             or self._old_arch_branch(branch)
+            or self._excluded_by_amd_feature(branch)
         ):
             kind = "nvidia"
         self._kinds[key] = kind
