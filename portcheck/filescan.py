@@ -46,8 +46,9 @@ from portcheck.parse.treesitter import structure_captures
 from portcheck.preproc import (
     EMPTY_FACTS,
     PreprocFacts,
+    amd_alternative_spans,
+    blanked,
     evaluate,
-    nvidia_view,
     preprocessor_facts,
 )
 from portcheck.project import Pending
@@ -146,10 +147,12 @@ class FileScanner:
         result.parse_errors = len(captures.get("error", ()))
         if result.parse_errors:
             # Alternatives for AMD written into one declaration or expression: parse the
-            # NVIDIA view (offsets unchanged; the file's text stays what the checks read).
-            view = nvidia_view(data, result.preproc)
-            if view is not None:
-                view_root = parse_cuda(view).root_node
+            # NVIDIA view (preproc.nvidia_view; offsets unchanged, the file's text stays
+            # what the checks read), when an error touches those alternatives.
+            spans = amd_alternative_spans(data, result.preproc)
+            errors = captures.get("error", ())
+            if any(s < e.end_byte and e.start_byte < t for e in errors for s, t in spans):
+                view_root = parse_cuda(blanked(data, spans)).root_node
                 view_captures = structure_captures(view_root)
                 view_errors = len(view_captures.get("error", ()))
                 if view_errors < result.parse_errors:

@@ -835,10 +835,17 @@ def nvidia_view(data: bytes, facts: PreprocFacts) -> bytes | None:
     """The file as a parser should read it where the file's own tests tell the platforms
     apart: each branch only an AMD build takes is blanked, and so are the directive lines
     of its conditional (a directive inside a declaration is an error too), newlines and
-    byte offsets kept. None when the file
-    has no such branch. The grammar cannot parse two alternatives written into one
-    declaration (`: lane(threadIdx.x & 31)` `#else` `: lane(threadIdx.x & (W - 1))`); the
-    NVIDIA one alone it can, and nothing is reported inside an AMD path anyway."""
+    byte offsets kept. None when the file has no such branch. The grammar cannot parse two
+    alternatives written into one declaration (`: lane(threadIdx.x & 31)` `#else`
+    `: lane(threadIdx.x & (W - 1))`); the NVIDIA one alone it can, and nothing is reported
+    inside an AMD path anyway."""
+    spans = amd_alternative_spans(data, facts)
+    return blanked(data, spans) if spans else None
+
+
+def amd_alternative_spans(data: bytes, facts: PreprocFacts) -> list[tuple[int, int]]:
+    """The bytes nvidia_view blanks: AMD-only branches (by this file's own tests) and the
+    directive lines of their conditionals."""
     groups: dict[int, list[Branch]] = {}
     for branch in facts.branches:
         groups.setdefault(branch.group, []).append(branch)
@@ -867,8 +874,11 @@ def nvidia_view(data: bytes, facts: PreprocFacts) -> bytes | None:
         endif = data.rfind(b"\n", last.start_byte, last.end_byte) + 1
         if endif > last.start_byte:
             spans.append((endif, last.end_byte))
-    if not spans:
-        return None
+    return spans
+
+
+def blanked(data: bytes, spans: Iterable[tuple[int, int]]) -> bytes:
+    """`data` with every byte but newlines in `spans` turned into a space."""
     view = bytearray(data)
     for start, end in spans:
         view[start:end] = data[start:end].translate(_BLANK_ALL)
