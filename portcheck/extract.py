@@ -32,7 +32,7 @@ from portcheck.checks import (
 )
 from portcheck.model import ApiRule
 from portcheck.parse.treesitter import NodePath, structure_query, token_locator
-from portcheck.preproc import line_start_matches, without_anchor
+from portcheck.preproc import line_start_matches, mask_comments_and_strings, without_anchor
 from portcheck.ruleset import RuleSet
 
 # `#define NAME`: read lexically too, because multi-line macros with aligned
@@ -160,6 +160,30 @@ MACRO_LIKE = re.compile(r"[A-Z_][A-Z0-9_]{2,}")  # not `T`, `N`: template parame
 DECLARATOR_TYPES = frozenset(
     {"function_declarator", "pointer_declarator", "reference_declarator", "qualified_identifier"}
 )
+
+
+def function_extent(fn: Node) -> tuple[int, int]:
+    """A function definition's bytes. Where the grammar recovered from an error in the body
+    (a macro invoked with statements for an argument, `DISPATCH(T, auto x = f(); g(x);)`),
+    the node can run on over the functions that follow it; the body then ends at the brace
+    that closes its `{`, matched in the text (comments and literals masked)."""
+    start, end = fn.start_byte, fn.end_byte
+    if not fn.has_error:
+        return start, end
+    body = fn.child_by_field_name("body")
+    if body is None or body.type != "compound_statement" or fn.text is None:
+        return start, end
+    code = mask_comments_and_strings(fn.text)
+    depth = 0
+    for i in range(body.start_byte - start, len(code)):
+        byte = code[i]
+        if byte == 0x7B:  # {
+            depth += 1
+        elif byte == 0x7D:  # }
+            depth -= 1
+            if depth == 0:
+                return start, min(end, start + i + 1)
+    return start, end
 
 
 class Found(NamedTuple):
@@ -359,7 +383,7 @@ class Extractor:
                     elif piece.child_count and piece.end_byte - piece.start_byte < 200:
                         pieces.extend(piece.children)
             if names:
-                found.append((fn.start_byte, fn.end_byte, tuple(names)))
+                found.append((*function_extent(fn), tuple(names)))
         for lam in captures.get("lambda", ()):
             # `[=] AMREX_GPU_DEVICE (int i) {...}`: the macro lands in an ERROR node.
             body = lam.child_by_field_name("body")
@@ -398,11 +422,12 @@ class Extractor:
             if name_node is None or not name_node.text:
                 continue
             qualifiers = {child.type for child in fn.children}
+            start, end = function_extent(fn)
             functions.append(
                 FunctionInfo(
                     name=strip_template_args(name_node.text.decode()).split("::")[-1],
-                    start=fn.start_byte,
-                    end=fn.end_byte,
+                    start=start,
+                    end=end,
                     is_kernel="__global__" in qualifiers,
                     is_device=bool(qualifiers & DEVICE_QUALIFIERS),
                 )
@@ -430,7 +455,7 @@ class Extractor:
         ranges = []
         for fn in captures.get("function", ()):
             if any(child.type in DEVICE_QUALIFIERS for child in fn.children):
-                ranges.append((fn.start_byte, fn.end_byte))
+                ranges.append(function_extent(fn))
         for lam in captures.get("lambda", ()):
             # `[=] __device__ (int i) {...}`: the grammar keeps the qualifier in an ERROR node.
             head = lam.child_by_field_name("body")

@@ -44,7 +44,14 @@ from portcheck.model import (
 from portcheck.parse import count_lines, decode_source, parse_cuda
 from portcheck.parse.text import LineIndex
 from portcheck.parse.treesitter import structure_captures
-from portcheck.preproc import EMPTY_FACTS, PreprocFacts, evaluate, preprocessor_facts
+from portcheck.preproc import (
+    EMPTY_FACTS,
+    PreprocFacts,
+    amd_alternative_spans,
+    blanked,
+    evaluate,
+    preprocessor_facts,
+)
 from portcheck.project import Pending
 from portcheck.ruleset import RuleSet
 
@@ -142,6 +149,18 @@ class FileScanner:
         index = LineIndex(data)
         captures = structure_captures(root)
         result.parse_errors = len(captures.get("error", ()))
+        if result.parse_errors:
+            # Alternatives for AMD written into one declaration or expression: parse the
+            # NVIDIA view (preproc.nvidia_view; offsets unchanged, the file's text stays
+            # what the checks read), when an error touches those alternatives.
+            spans = amd_alternative_spans(data, result.preproc)
+            errors = captures.get("error", ())
+            if any(s < e.end_byte and e.start_byte < t for e in errors for s, t in spans):
+                view_root = parse_cuda(blanked(data, spans)).root_node
+                view_captures = structure_captures(view_root)
+                view_errors = len(view_captures.get("error", ()))
+                if view_errors < result.parse_errors:
+                    root, captures, result.parse_errors = view_root, view_captures, view_errors
         device_ranges = self.extractor.device_ranges(captures)
         possible_device = self.extractor.possible_device_ranges(captures)
         clang = None

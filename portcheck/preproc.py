@@ -760,18 +760,21 @@ def is_amd_guard(name: str) -> bool:
 
 
 # A macro the project tests but does not define, whose name ends in a platform word
-# (`BNB_HIP`, `IS_ROCM`, `PLATFORM_AMD`), is taken for an AMD guard set by the build.
-# Only at the end: `GGML_HIP_NO_MMQ_MFMA` is an option *of* the AMD build, not a guard.
-PLATFORM_NAME = re.compile(r"(?:^|_)(?:HIP|HIPCC|ROCM|AMD|AMDGPU)_?_?$")
+# (`BNB_HIP`, `IS_ROCM`, `PLATFORM_AMD`, `GINKGO_HIP_PLATFORM_HCC` — HCC is the old name of
+# HIP's AMD platform, as in `__HIP_PLATFORM_HCC__`), is taken for an AMD guard set by the
+# build. Only at the end: `GGML_HIP_NO_MMQ_MFMA` is an option *of* the AMD build, not a guard.
+PLATFORM_NAME = re.compile(r"(?:^|_)(?:HIP|HIPCC|HCC|ROCM|AMD|AMDGPU)_?_?$")
 
 
 def looks_like_amd_guard(name: str) -> bool:
     return PLATFORM_NAME.search(name) is not None
 
 
-# The NVIDIA side's build switches (`AMREX_USE_CUDA`, `WITH_CUDA`, `KOKKOS_ENABLE_CUDA`),
-# when the project does not define them itself: undefined in an AMD build.
-NVIDIA_NAME = re.compile(r"(?:^|_)(?:USE|WITH|ENABLE)_CUDA$")
+# The NVIDIA side's build switches (`AMREX_USE_CUDA`, `WITH_CUDA`, `KOKKOS_ENABLE_CUDA`), and
+# a project's copy of HIP's NVIDIA-platform macro (`GINKGO_HIP_PLATFORM_NVCC`, like
+# `__HIP_PLATFORM_NVIDIA__`), when the project does not define them itself: undefined (or
+# 0) in an AMD build.
+NVIDIA_NAME = re.compile(r"(?:^|_)(?:USE|WITH|ENABLE)_CUDA$|(?:^|_)PLATFORM_(?:NVCC|NVIDIA)_?_?$")
 
 
 def looks_like_nvidia_guard(name: str) -> bool:
@@ -823,3 +826,68 @@ def branch_condition_value(branch: Branch, env: Environment) -> Value:
     if branch.test is not None:
         result = _apply("&&", result, evaluate(branch.test, env))
     return result
+
+
+_BLANK_ALL = bytes(b if b == 0x0A else 0x20 for b in range(256))
+
+
+def nvidia_view(data: bytes, facts: PreprocFacts) -> bytes | None:
+    """The file as a parser should read it where the file's own tests tell the platforms
+    apart: each branch only an AMD build takes is blanked, and so are the directive lines
+    of its conditional (a directive inside a declaration is an error too), newlines and
+    byte offsets kept. None when the file has no such branch. The grammar cannot parse two
+    alternatives written into one declaration (`: lane(threadIdx.x & 31)` `#else`
+    `: lane(threadIdx.x & (W - 1))`); the NVIDIA one alone it can, and nothing is reported
+    inside an AMD path anyway."""
+    spans = amd_alternative_spans(data, facts)
+    return blanked(data, spans) if spans else None
+
+
+def amd_alternative_spans(data: bytes, facts: PreprocFacts) -> list[tuple[int, int]]:
+    """The bytes nvidia_view blanks: AMD-only branches (by this file's own tests) and the
+    directive lines of their conditionals."""
+    groups: dict[int, list[Branch]] = {}
+    for branch in facts.branches:
+        groups.setdefault(branch.group, []).append(branch)
+
+    def nvidia(name: str) -> object:
+        return unless_defined(name, False)
+
+    def amd(name: str) -> object:
+        return unless_defined(name, True)
+
+    spans: list[tuple[int, int]] = []
+    for branches in groups.values():
+        amd_only = [
+            b
+            for b in branches
+            if branch_condition_value(b, nvidia) == 0 and branch_condition_value(b, amd) != 0
+        ]
+        if not amd_only:
+            continue
+        for branch in branches:
+            if branch in amd_only:
+                spans.append((branch.start_byte, branch.end_byte))
+            else:
+                spans.append((branch.start_byte, _directive_end(data, branch.start_byte)))
+        last = branches[-1]
+        endif = data.rfind(b"\n", last.start_byte, last.end_byte) + 1
+        if endif > last.start_byte:
+            spans.append((endif, last.end_byte))
+    return spans
+
+
+def blanked(data: bytes, spans: Iterable[tuple[int, int]]) -> bytes:
+    """`data` with every byte but newlines in `spans` turned into a space."""
+    view = bytearray(data)
+    for start, end in spans:
+        view[start:end] = data[start:end].translate(_BLANK_ALL)
+    return bytes(view)
+
+
+def _directive_end(data: bytes, start: int) -> int:
+    """The end of the (logical, backslash-continued) directive line that begins at `start`."""
+    end = data.find(b"\n", start)
+    while end > 0 and data[end - 1 : end] == b"\\":
+        end = data.find(b"\n", end + 1)
+    return len(data) if end == -1 else end

@@ -284,6 +284,46 @@ class ProjectFacts:
             return True
         return isinstance(amd, int) and isinstance(nvidia, int) and amd != nvidia
 
+    def _excluded_by_amd_feature(self, branch: Branch) -> bool:
+        """`#ifndef FULL_BF16`, where `#if __CUDA_ARCH__ >= 800 || defined(USE_AMD_ROCM)`
+        `#define FULL_BF16 1`: a feature every AMD build has because of an AMD guard (and
+        some NVIDIA GPUs), whose absence is what keeps an AMD build out of this branch (a
+        polyfill for the NVIDIA GPUs without it). Not `defined(FULL_BF16) && __CUDA_ARCH__
+        >= 900`: there the arch test keeps AMD out, and an AMD build loses the branch."""
+        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        features = {
+            n
+            for t in tests
+            for n in names_in(t)
+            if n in self._macro_defs and self._defined_for_amd(n)
+        }
+        if not features:
+            return False
+        amd = self._envs[True]
+
+        def without_features(name: str) -> object:
+            return None if name in features else amd(name)
+
+        return branch_condition_value(branch, without_features) != 0
+
+    def _defined_for_amd(self, name: str) -> bool:
+        """Set in every AMD build because of an AMD guard, and unknown for NVIDIA (by GPU)."""
+        amd, nvidia = self.macro(name, True), self.macro(name, False)
+        if nvidia is not None or amd is None or amd is UNDEFINED:
+            return False
+        reached = False
+        for path, definition in self._macro_defs.get(name, ()):
+            enclosing = self.files[path].enclosing(definition.offset)
+            if any(self._taken(b, True) == 0 for b in enclosing):
+                continue
+            reached = True
+            tests = [t for b in enclosing for t in (*b.prior, *([b.test] if b.test else []))]
+            if not any(
+                is_amd_guard(n) or looks_like_amd_guard(n) for t in tests for n in names_in(t)
+            ):
+                return False
+        return reached
+
     def _branch_kind(self, path: str, branch: Branch) -> str | None:
         """'amd' for a branch only an AMD build takes, 'nvidia' for one an AMD build never
         takes in a conditional that tests a platform macro, else None."""
@@ -299,7 +339,10 @@ class ProjectFacts:
         if in_nv == 0 and in_amd != 0:
             kind = "amd"
         elif in_amd == 0 and (
-            self._mentions_platform(branch) or self._arch_branch_with_fallback(path, branch)
+            self._mentions_platform(branch)
+            or self._arch_branch_with_fallback(path, branch)
+            or self._old_arch_branch(branch)
+            or self._excluded_by_amd_feature(branch)
         ):
             kind = "nvidia"
         self._kinds[key] = kind
@@ -343,6 +386,26 @@ class ProjectFacts:
             return False
         siblings = self.files[path].groups.get(branch.group, ())
         return any(other is not branch and self._taken(other, True) != 0 for other in siblings)
+
+    def _old_arch_branch(self, branch: Branch) -> bool:
+        """`#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 600` with no `#else`: a fallback
+        for old NVIDIA GPUs (a double atomicAdd, a trap stub). An AMD build skips it, as a
+        current NVIDIA GPU does, and compiles the code after it: NVIDIA-only code whose
+        alternative is that code. A test an old GPU fails but a newer one passes
+        (`__CUDA_ARCH__ >= 800`, no `#else`) is not one: there an AMD build loses the
+        branch."""
+        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        if not any(ARCH_COMPARISON.search(t) for t in tests):
+            return False
+
+        def on(arch: int):
+            def env(name: str) -> object:
+                return arch if name == "__CUDA_ARCH__" else self.macro(name, False)
+
+            return env
+
+        newest = branch_condition_value(branch, on(10**6))
+        return newest == 0 and branch_condition_value(branch, on(100)) != 0
 
     def _mentions_platform(self, branch: Branch) -> bool:
         tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]

@@ -169,3 +169,28 @@ def test_macro_definitions_match_the_anchored_pattern() -> None:
         assert fast == [(m.start(), m.end(), m.span(1)) for m in MACRO_DEFINITION.finditer(text)], (
             text
         )
+
+
+def test_nvidia_view_blanks_amd_alternatives_and_keeps_offsets() -> None:
+    source = (
+        b"__device__ Scan::Scan()\n"
+        b"#ifndef USE_ROCM\n"
+        b"    : lane(threadIdx.x & 31)\n"
+        b"#else\n"
+        b"    : lane(threadIdx.x & (WAVE - 1))\n"
+        b"#endif\n"
+        b"{}\n"
+        b"#if CUDA_VERSION >= 9000\n"
+        b"int v = 1;\n"
+        b"#endif\n"
+    )
+    view = preproc.nvidia_view(source, preproc.preprocessor_facts(source))
+    assert view is not None and len(view) == len(source)
+    assert view.count(b"\n") == source.count(b"\n")
+    nvidia_line = b"lane(threadIdx.x & 31)"
+    assert view.find(nvidia_line) == source.index(nvidia_line)
+    assert b"WAVE" not in view and b"#ifndef" not in view and b"#endif\n{}" not in view
+    # A conditional that does not tell the platforms apart is left as it is.
+    assert b"#if CUDA_VERSION >= 9000\nint v = 1;\n#endif" in view
+    plain = b"#if X\nint a;\n#endif\n"
+    assert preproc.nvidia_view(plain, preproc.preprocessor_facts(plain)) is None

@@ -549,6 +549,7 @@ AMD_MARK_PATTERNS = {
     "amd-alternative-missed-selector-macro-paren-on-next-line",
     "nvidia-only-branch-cudart-version-undefined-on-hip",
     "nvidia-only-via-if-constexpr",
+    "nvidia-only-via-project-macro-defined-for-amd",
 }
 
 

@@ -388,10 +388,40 @@ def warp_synchronous(ctx: Context) -> None:
         )
 
 
+# `#define SHFL_SYNC(v, src, w) __shfl_sync(0xffffffff, v, src, w)`: a wrapper macro's body
+# is not code the grammar parses, so its mask is read from the text.
+MACRO_SYNC_CALL = re.compile(
+    rb"\b(" + rb"|".join(re.escape(n.encode()) for n in sorted(SYNC_INTRINSICS)) + rb")\s*\(\s*"
+    rb"(0x[fF]{8}[uU]?|~0[uU]?|4294967295[uU]?)\s*[,)]"
+)
+
+
+def _macro_body_masks(ctx: Context) -> None:
+    if b"_sync" not in ctx.data:
+        return
+    masked = mask_comments_and_strings(ctx.data)
+    for macro in ctx.preproc.macros:
+        if not macro.function_like or "_sync" not in macro.body:
+            continue
+        end = masked.find(b"\n", macro.offset)
+        while end > 0 and masked[end - 1 : end] == b"\\":
+            end = masked.find(b"\n", end + 1)
+        for call in MACRO_SYNC_CALL.finditer(masked, macro.offset, len(masked) if end < 0 else end):
+            name, mask = call.group(1).decode(), call.group(2).decode()
+            ctx.report(
+                call.start(2),
+                call.end(2),
+                f"`{mask}` passed to {name} in macro `{macro.name}` is a 32-lane mask; wave64 "
+                "needs 64 bits",
+                fix="Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`).",
+            )
+
+
 @hazard("lane-mask-width")
 def lane_mask_width(ctx: Context) -> None:
     if ctx.root is None:
         return
+    _macro_body_masks(ctx)
     for call in ctx.device_nodes("call"):
         name = call_name(call)
         if name not in SYNC_INTRINSICS:
