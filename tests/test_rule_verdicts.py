@@ -17,15 +17,19 @@ and the provenance every status now carries (`origin`), and the statistics of it
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from portcheck.cli import main
 from portcheck.model import Status
-from portcheck.ruleset import load_rules
+from portcheck.ruleset import RuleError, load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "build_rules"
@@ -44,7 +48,9 @@ def _git(cwd: Path, *args: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def rules(tmp_path_factory: pytest.TempPathFactory):
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding the fixture repositories (one git repository each) and the
+    rules/ built from them."""
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     tmp = tmp_path_factory.mktemp("verdicts")
@@ -59,7 +65,12 @@ def rules(tmp_path_factory: pytest.TempPathFactory):
     cmd += ["--out", str(tmp / "rules")]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=300)
     assert result.returncode == 0, result.stderr
-    return load_rules(tmp / "rules", use_cache=False)
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def rules(built: Path):
+    return load_rules(built / "rules", use_cache=False)
 
 
 def _verdict(rules, name: str, target: str) -> tuple[Status, str]:
@@ -208,3 +219,99 @@ def test_stats_count_statuses_by_route_and_origin(rules):
         assert counts.get("derived", 0) == expected
         assert sum(stats["derivations"][target].values()) == expected
     assert stats["derivations"]["scale"]["section-unsupported"] >= 3
+
+
+def test_the_loader_rejects_an_origin_it_does_not_know(tmp_path):
+    (tmp_path / "runtime.yaml").write_text(
+        "schema: portcheck.rules/1\n"
+        "family: runtime\n"
+        "entries:\n"
+        "- cuda: cudaMalloc\n"
+        "  kind: function\n"
+        "  hip: hipMalloc\n"
+        "  status: {hip: supported, zluda: supported, scale: supported}\n"
+        "  source: {hip: 'inferred: a', zluda: 'inferred: b', scale: 'inferred: c'}\n"
+        "  origin: {hip: source, zluda: guessed, scale: default}\n"
+    )
+    with pytest.raises(RuleError, match=r"origin\.zluda.*guessed"):
+        load_rules(tmp_path, use_cache=False)
+
+
+def test_rules_stats_reports_origins_per_route():
+    runner = CliRunner()
+    as_json = runner.invoke(main, ["rules", "stats", "--format", "json"])
+    assert as_json.exit_code == 0, as_json.output
+    stats = json.loads(as_json.output)
+    assert {"total", "families", "entries_without_full_status"} <= set(stats)
+    text = runner.invoke(main, ["rules", "stats"]).output
+    for target in ("hip", "zluda", "scale"):
+        counts = stats["origins"][target]
+        assert sum(counts.values()) == stats["total"]
+        line = next(ln for ln in text.splitlines() if ln.split()[:1] == [target])
+        for kind, count in counts.items():
+            assert f"{kind} {count}" in line
+
+
+# ---------------------------------------------------------------- tools/verify_rules.py
+
+
+VERIFY = ROOT / "tools" / "verify_rules.py"
+CHECKOUTS = {
+    "ROCm/HIPIFY": "hipify",
+    "vosen/ZLUDA": "zluda",
+    "spectral-compute/scale-docs": "scale-docs",
+    "spectral-compute/scale-library-wrappers": "scale-wrappers",
+}
+
+
+@pytest.fixture(scope="module")
+def mirrors(built: Path) -> Path:
+    """Bare clones of the fixture repositories in the layout tools/verify_rules.py reads:
+    MIRRORS/<owner>+<name>/repo."""
+    root = built / "mirrors"
+    for project, checkout in CHECKOUTS.items():
+        target = root / project.replace("/", "+") / "repo"
+        subprocess.run(
+            ["git", "clone", "-q", "--bare", str(built / checkout), str(target)],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+    return root
+
+
+def _verify(rules_dir: Path, mirrors: Path) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, str(VERIFY), "--rules", str(rules_dir), "--mirrors", str(mirrors)]
+    cmd += ["-n", "1000", "--seed", "3"]
+    return subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=300)
+
+
+def test_verify_rules_agrees_with_the_rules_built_from_the_same_text(built, mirrors):
+    result = _verify(built / "rules", mirrors)
+    assert result.returncode == 0, result.stderr
+    assert not [ln for ln in result.stdout.splitlines() if ln.startswith("disagree")]
+    for target in ("hip", "zluda", "scale"):
+        line = next(ln for ln in result.stdout.splitlines() if ln.startswith(target))
+        assert "disagree 0" in line and "error rate 0.0%" in line
+        checked = int(re.search(r"checked\s+(\d+)", line).group(1))
+        assert checked >= 10, line
+
+
+def test_verify_rules_reports_a_verdict_the_cited_text_contradicts(built, mirrors, tmp_path):
+    # hand-edit one SCALE verdict back to what the old generator wrote: cublasZgemm is
+    # only commented out in the wrapper, so the verifier must call it a disagreement
+    edited = tmp_path / "rules"
+    shutil.copytree(built / "rules", edited)
+    cublas = edited / "cublas.yaml"
+    lines = cublas.read_text().splitlines()
+    at = lines.index("- cuda: cublasZgemm")
+    status = next(i for i in range(at, at + 6) if lines[i].startswith("  status:"))
+    lines[status] = lines[status].replace("scale: unsupported", "scale: supported")
+    cublas.write_text("\n".join(lines) + "\n")
+    result = _verify(edited, mirrors)
+    assert result.returncode == 0, result.stderr
+    reported = [ln for ln in result.stdout.splitlines() if ln.startswith("disagree")]
+    assert [ln.split()[1:3] for ln in reported] == [["scale", "cublasZgemm"]]
+    assert "not declared under redscale_wrappers/BLAS/" in reported[0]
+    scale = next(ln for ln in result.stdout.splitlines() if ln.startswith("scale"))
+    assert "disagree 1" in scale
