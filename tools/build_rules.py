@@ -967,12 +967,11 @@ class ScaleSection:
 
 @dataclass
 class ScalePage:
-    """What one API-difference page says: each declared name's listing, the section it
-    sits in, and the sections SCALE marks unsupported as a whole."""
+    """What one API-difference page says: each declared name's listing and the page's
+    sections (which names each lists, and which SCALE marks unsupported as a whole)."""
 
     listings: dict[str, ScaleListing]
     sections: dict[str, ScaleSection]  # title -> section
-    section_of: dict[str, str]  # name -> title of the section that lists it
     _signatures: dict[bool, dict[str, set[str]]] = field(default_factory=dict, repr=False)
 
     def get(self, name: str) -> ScaleListing | None:
@@ -1029,7 +1028,6 @@ def parse_scale_page(text: str) -> ScalePage:
     `-` prefix are read as present (the page's convention for unmarked lines)."""
     listings: dict[str, ScaleListing] = defaultdict(ScaleListing)
     sections: dict[str, ScaleSection] = {}
-    section_of: dict[str, str] = {}
     section = ScaleSection("")
     in_block = False
     for line in text.splitlines():
@@ -1054,8 +1052,7 @@ def parse_scale_page(text: str) -> ScalePage:
         (listings[name].missing if missing else listings[name].present).append(decl)
         if name not in section.names:
             section.names.append(name)
-        section_of.setdefault(name, section.title)
-    return ScalePage(dict(listings), sections, section_of)
+    return ScalePage(dict(listings), sections)
 
 
 def parse_scale_changelogs(repo: GitRepo) -> dict[str, str]:
