@@ -1219,6 +1219,16 @@ def rules_stats(fmt: str) -> None:
     )
     for family, count in stats["families"].items():
         click.echo(f"  {family:<20} {count}")
+    click.echo(
+        "where each status came from (source: read off a source; derived: by a rule; "
+        "default: the family's default):"
+    )
+    for target, counts in stats["origins"].items():
+        kinds = ", ".join(f"{kind} {count}" for kind, count in counts.items())
+        click.echo(f"  {target:<6} {kinds}")
+        rules = stats["derivations"][target]
+        if rules:
+            click.echo("         derived by " + ", ".join(f"{r} {n}" for r, n in rules.items()))
     sources = stats["sources"]
     rocm = sources["rocm"]
     if rocm["newest"] is not None:

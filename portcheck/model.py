@@ -321,6 +321,9 @@ class ApiRule:
     hip_deprecated: str | None = None
     hip_removed: str | None = None
     experimental: bool = False  # HIPIFY marks the HIP equivalent experimental
+    # target -> where its status came from: "source", "derived:<rule>" or "default"
+    # (tools/build_rules.py); None for a rule file that does not record it
+    origin: Mapping[str, str] | None = None
 
     def to_dict(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -341,6 +344,8 @@ class ApiRule:
             "removed": self.hip_removed,
         }
         data["experimental"] = self.experimental
+        if self.origin is not None:
+            data["origin"] = dict(self.origin)
         return data
 
 

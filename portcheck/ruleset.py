@@ -17,6 +17,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import re
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -33,15 +34,30 @@ from portcheck.rocm import HipStatus, RocmRelease, hip_status, parse_rocm_versio
 
 SCHEMA = "portcheck.rules/1"
 # Bump when validation or the cached form changes, so old caches are not reused.
-LOADER_VERSION = "4"
+LOADER_VERSION = "5"
 KINDS = frozenset({"function", "type", "enum", "macro", "namespace", "header", "variable"})
 FILE_KEYS = frozenset({"schema", "family", "title", "sources", "entries"})
 ENTRY_REQUIRED = frozenset({"cuda", "kind", "hip", "status", "source"})
 # since/deprecated/removed: CUDA versions; hip_*: ROCm releases, from HIP's own headers
-ENTRY_OPTIONAL = frozenset({*OPTIONAL_RULE_FIELDS, "experimental"})
+ENTRY_OPTIONAL = frozenset({*OPTIONAL_RULE_FIELDS, "experimental", "origin"})
 HIP_DATE_KEYS = ("hip_added", "hip_deprecated", "hip_removed")
 SOURCE_KEYS = frozenset({"project", "ref", "path", "url", "note"})
 INFERRED_PREFIX = "inferred:"
+# Where each route's status came from (tools/build_rules.py): read off a source, derived
+# by a named rule ("derived:type-use"), or the family's default.
+ORIGINS = ("source", "derived", "default")
+_DERIVED_RULE = re.compile(r"derived:[a-z][a-z0-9-]*")
+
+
+def origin_kind(origin: str | None) -> str:
+    """ "derived:type-use" -> "derived"; None (a file that does not record it) -> "unrecorded"."""
+    return "unrecorded" if origin is None else origin.partition(":")[0]
+
+
+def _valid_origin(value: object) -> bool:
+    return value in ("source", "default") or (
+        isinstance(value, str) and _DERIVED_RULE.fullmatch(value) is not None
+    )
 
 
 class RuleError(ValueError):
@@ -322,17 +338,34 @@ class RuleSet:
         return [hit[-1] for hit in sorted(hits, key=lambda h: h[:3])]
 
     def stats(self) -> dict[str, object]:
-        """The `portcheck rules stats` document."""
-        incomplete = sum(
-            1
-            for rule in self.rules.values()
-            if any(rule.status[t] is Status.UNKNOWN for t in TARGETS)
-        )
+        """The `portcheck rules stats` document: the contract keys (total, families,
+        entries_without_full_status), where each route's statuses came from (`origins`:
+        per route, how many were read off a source, derived by a rule, or the family
+        default; `derivations`: per route, how many each rule derived) and the sources."""
+        incomplete = 0
+        origins: dict[str, Counter[str]] = {str(t): Counter() for t in TARGETS}
+        derivations: dict[str, Counter[str]] = {str(t): Counter() for t in TARGETS}
+        for rule in self.rules.values():
+            if any(rule.status[t] is Status.UNKNOWN for t in TARGETS):
+                incomplete += 1
+            for target in origins:
+                origin = rule.origin.get(target) if rule.origin else None
+                kind = origin_kind(origin)
+                origins[target][kind] += 1
+                if kind == "derived" and origin is not None:
+                    derivations[target][origin.partition(":")[2]] += 1
         newest, oldest = self.newest_rocm(), self.oldest_rocm()
         return {
             "total": len(self.rules),
             "families": self.families,
             "entries_without_full_status": incomplete,
+            "origins": {
+                target: {kind: counts[kind] for kind in (*ORIGINS, "unrecorded") if counts[kind]}
+                for target, counts in origins.items()
+            },
+            "derivations": {
+                target: dict(sorted(counts.items())) for target, counts in derivations.items()
+            },
             "sources": {
                 "snapshots": [dict(s) for s in self.sources.snapshots],
                 "rocm": {
@@ -489,6 +522,17 @@ def _parse_entry(
     experimental = raw.get("experimental", False)
     if not isinstance(experimental, bool):
         raise _fail(at, "key 'experimental': must be true or false")
+    origin = raw.get("origin")
+    if origin is not None:
+        if not isinstance(origin, dict) or set(origin) != {str(t) for t in TARGETS}:
+            raise _fail(at, "key 'origin': must give exactly hip, zluda and scale")
+        for target, value in origin.items():
+            if not _valid_origin(value):
+                raise _fail(
+                    at,
+                    f"key 'origin.{target}': {value!r} is not 'source', 'default' or "
+                    "'derived:<rule>'",
+                )
 
     return ApiRule(
         cuda=name,
@@ -505,6 +549,7 @@ def _parse_entry(
         hip_deprecated=optional("hip_deprecated"),
         hip_removed=optional("hip_removed"),
         experimental=experimental,
+        origin=None if origin is None else {str(t): str(v) for t, v in origin.items()},
     )
 
 
@@ -563,7 +608,8 @@ assert _OPTIONAL == (
 )
 
 # A rule as the cache stores it: family, kind, hip, the three statuses, the three
-# sources, the optional fields, then "experimental" or None (see _row).
+# sources, the three origins (None when not recorded), the optional fields, then
+# "experimental" or None (see _row).
 Row = tuple[str | None, ...]
 EXPERIMENTAL = "experimental"
 
@@ -575,6 +621,7 @@ def _row(rule: ApiRule) -> Row:
         rule.hip,
         *(rule.status[t].value for t in TARGETS),
         *(rule.source.get(str(t)) for t in TARGETS),
+        *(rule.origin.get(str(t)) if rule.origin else None for t in TARGETS),
         *(getattr(rule, key) for key in _OPTIONAL),
         EXPERIMENTAL if rule.experimental else None,
     )
@@ -640,7 +687,7 @@ class RuleTable(Mapping[str, ApiRule]):
 
     def _build(self, name: str, row: Row) -> ApiRule:
         family, kind, hip, *rest = row
-        statuses, sources, optional = rest[0:3], rest[3:6], rest[6:-1]
+        statuses, sources, origins, optional = rest[0:3], rest[3:6], rest[6:9], rest[9:-1]
         key = tuple(statuses)
         verdict = self._verdicts.get(key)
         if verdict is None:  # a few dozen distinct combinations: share them
@@ -661,10 +708,16 @@ class RuleTable(Mapping[str, ApiRule]):
             hip_deprecated=hip_deprecated,
             hip_removed=hip_removed,
             experimental=rest[-1] == EXPERIMENTAL,
+            origin=(
+                None
+                if origins[0] is None
+                else {str(t): str(o) for t, o in zip(TARGETS, origins, strict=True)}
+            ),
         )
 
 
-ROW_WIDTH = 1 + 3 + 2 * len(TARGETS) + len(_OPTIONAL) + 1  # the name, then a Row
+ROW_WIDTH = 1 + 3 + 3 * len(TARGETS) + len(_OPTIONAL) + 1  # the name, then a Row
+_ORIGIN_COLUMNS = range(1 + 3 + 2 * len(TARGETS), 1 + 3 + 3 * len(TARGETS))
 _STATUS_VALUES = frozenset(_STATUS_BY_VALUE)
 
 
@@ -706,6 +759,9 @@ def _read_cache(path: Path, digest: str) -> RuleSet | None:
     if -1 in statuses or not {strings[i] for i in statuses} <= _STATUS_VALUES:
         return None
     if not {strings[i] for i in set(kinds)} <= KINDS:
+        return None
+    origins = set(chain.from_iterable(cells[i::ROW_WIDTH] for i in _ORIGIN_COLUMNS))
+    if not all(_valid_origin(strings[i]) for i in origins if i >= 0):
         return None
     return RuleSet(rules=RuleTable(strings, cells), titles=titles, sources=sources)
 

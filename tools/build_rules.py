@@ -11,12 +11,21 @@ This script owns the whole rule-building pipeline and nothing else:
   - ZLUDA (vosen/ZLUDA): the ``implemented`` lists in ``zluda/src/lib.rs`` and in the
     replacement-library crates (zluda_blas, zluda_blaslt, zluda_sparse, zluda_fft,
     zluda_dnn), the PTX instructions its parser accepts (``ptx_parser/src/lib.rs``) and
-    the special registers it lowers (``ptx/src/pass/mod.rs``);
+    the special registers it lowers (``ptx/src/pass/mod.rs``); its generated bindings
+    (``cuda_macros/src/*.rs``: every exported function's parameter and return types;
+    ``cuda_types/src/*.rs``: typedefs, struct members, each enumerator's enum), so a type
+    or enumerator is supported only when a function ZLUDA implements takes it; which
+    device attributes its cuDeviceGetAttribute answers (``zluda/src/impl/device.rs``)
+    and which launch attributes its cuLaunchKernelEx accepts (``zluda/src/impl/driver.rs``);
   - SCALE (spectral-compute/scale-docs): the API-difference pages for the Runtime,
-    Driver and Math APIs, the release changelogs (APIs added after the diff pages were
-    generated) and the inline-PTX instruction table;
+    Driver and Math APIs, section by section (a section holding only a marked-missing
+    sentence, "-EGL is currently unsupported", marks its whole NVIDIA module unsupported;
+    NVIDIA's prototypes on the pages say which calls take a type), the release
+    changelogs (APIs added after the diff pages were generated) and the inline-PTX
+    instruction table;
   - optionally SCALE's published library wrappers (spectral-compute/scale-library-wrappers),
-    which show which cuBLAS/cuRAND/cuSPARSE/cuSOLVER entry points SCALE declares;
+    which show which cuBLAS/cuRAND/cuSPARSE/cuSOLVER entry points SCALE declares
+    (commented-out code declares nothing);
   - optionally HIP's own headers (tools/hip_headers.py), read at ROCm release tags rather
     than HEAD: ROCm/clr ``hipamd/include/hip/amd_detail/`` (ROCm 5.6 on), ROCm/hipamd
     ``include/hip/amd_detail/`` (before 5.6) and ROCm/HIP ``include/hip/``. They say what HIP
@@ -43,6 +52,10 @@ This script owns the whole rule-building pipeline and nothing else:
     which PTX instruction a device intrinsic or a family of intrinsics becomes, per-library
     defaults and per-name rules) and the per-name overrides, each with a citation or an
     ``inferred:`` reason.
+* **Recording provenance** per route: each entry's ``origin`` says whether its status was
+  read off a source (``source``), derived by a named rule (``derived:<rule>``, the rules
+  in DERIVATIONS: a type follows the calls that take it, an enumerator its enum, a runtime
+  name its driver counterpart, …) or is the family's default (``default``).
 * **Writing** one ``<family>.yaml`` per family in the ``portcheck.rules/1`` schema. Every
   family file starts with the command that regenerates it and the commits it was built from;
   ``sources.yaml`` lists every snapshot read (project, commit, commit date, the fork that
@@ -64,7 +77,7 @@ every tag) read ends up in the header and the `sources` of the family files, and
 sources.yaml. --hipify-via names the fork whose mirror --hipify is, when only a fork carries
 upstream history newer than ROCm/HIPIFY's own stored snapshot. Without ``--scale-wrappers``,
 SCALE's per-function verdicts for cuBLAS/cuRAND/cuSPARSE/cuSOLVER fall back to the family
-defaults in target_facts.yaml (mostly `unknown`).
+defaults in target_facts.yaml.
 
 The committed rules/ were generated with exactly this command, from the repository root,
 with the upstream repositories mirrored as bare clones under /work/.mirror/<owner>+<name>/repo.
@@ -97,7 +110,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -253,6 +266,30 @@ class GitRepo:
         return found
 
 
+# --------------------------------------------------------------------------- text
+
+_C_TOKEN = re.compile(
+    r'"(?:\\.|[^"\\\n])*"'  # string literal
+    r"|'(?:\\.|[^'\\\n])*'"  # character literal
+    r"|//[^\n]*"  # line comment
+    r"|/\*.*?\*/",  # block comment
+    re.S,
+)
+
+
+def strip_c_comments(text: str) -> str:
+    """C/C++ (or Rust) text with its comments blanked out (line breaks kept); string
+    and character literals are left alone, so a `//` inside a string is not a comment."""
+
+    def blank(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token.startswith(("//", "/*")):
+            return "\n" * token.count("\n") or " "
+        return token
+
+    return _C_TOKEN.sub(blank, text)
+
+
 # --------------------------------------------------------------------------- HIPIFY
 
 
@@ -278,6 +315,7 @@ class HipifyData:
     # CUDA name -> the HIP spelling HIPIFY's src maps give it, also for entries the maps
     # flag UNSUPPORTED (the tables then show no HIP name): __nv_bfloat162 -> __hip_bfloat162
     map_spellings: dict[str, str] = field(default_factory=dict)
+    enum_owner: dict[str, str] = field(default_factory=dict)  # enumerator -> enum type
     table_paths: dict[str, str] = field(default_factory=dict)  # table key -> path read
     hip_latest: str | None = None  # HIP_LATEST of src/Statistics.h: the newest release it knows
 
@@ -371,27 +409,50 @@ _HIPIFY_MAP_ENTRY = re.compile(
 )
 
 
-def parse_hipify_maps(repo: GitRepo) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
-    """Kinds from the conversion type of each src/CUDA2HIP_*.cpp entry, the
-    cuDNN->hipDNN names (HIPIFY's default cuDNN target) and every entry's HIP spelling."""
-    kinds: dict[str, str] = {}
-    hipdnn: dict[str, str] = {}
-    spellings: dict[str, str] = {}
+_HIPIFY_ENUM_COMMENT = re.compile(r"^\s*//\s*(\w+)\s+enum values\b")
+
+
+@dataclass
+class HipifyMaps:
+    """What HIPIFY's src/CUDA2HIP_*.cpp maps say beyond the tables."""
+
+    kinds: dict[str, str]  # CUDA name -> kind, from the conversion type
+    hipdnn: dict[str, str]  # cuDNN name -> hipDNN name (HIPIFY's default cuDNN target)
+    spellings: dict[str, str]  # CUDA name -> HIP spelling
+    # enumerator -> its enum type: the `// X enum values` comment above a group, else
+    # the type entry the group follows (the maps list each enum's values after it)
+    enum_owner: dict[str, str]
+
+
+def parse_hipify_maps(repo: GitRepo) -> HipifyMaps:
+    maps = HipifyMaps({}, {}, {}, {})
     for path in repo.files():
         if not re.fullmatch(
             r"src/CUDA2HIP_\w+_API_(functions|types)\.cpp|src/CUDA2HIP_Device_\w+\.cpp", path
         ):
             continue
         functions_file = "functions" in path
-        for match in _HIPIFY_MAP_ENTRY.finditer(repo.show(path)):
+        owner: str | None = None
+        for line in repo.show(path).splitlines():
+            comment = _HIPIFY_ENUM_COMMENT.match(line)
+            if comment:
+                owner = comment.group(1)
+                continue
+            match = _HIPIFY_MAP_ENTRY.search(line)
+            if match is None:
+                continue
             name, hip, _roc, conv, api = match.groups()
             kind = HIPIFY_KIND_BY_CONV.get(conv, "function" if functions_file else "type")
-            kinds.setdefault(name, kind)
+            maps.kinds.setdefault(name, kind)
+            if conv == "CONV_TYPE":
+                owner = name
+            elif conv == "CONV_NUMERIC_LITERAL" and owner is not None:
+                maps.enum_owner.setdefault(name, owner)
             if hip:
-                spellings.setdefault(name, hip)
+                maps.spellings.setdefault(name, hip)
             if api == "API_DNN" and hip:
-                hipdnn.setdefault(name, hip)
-    return kinds, hipdnn, spellings
+                maps.hipdnn.setdefault(name, hip)
+    return maps
 
 
 HIPIFY_INCLUDE_MAP = "src/CUDA2HIP.cpp"
@@ -409,15 +470,16 @@ def load_hipify(repo: GitRepo) -> HipifyData:
         table: parse_hipify_table(repo.show_if_present(path), table, table in USE_ROC_COLUMN)
         for table, path in paths.items()
     }
-    kinds, hipdnn, spellings = parse_hipify_maps(repo)
+    maps = parse_hipify_maps(repo)
     includes = parse_hipify_includes(repo.show(HIPIFY_INCLUDE_MAP))
     return HipifyData(
         repo=repo,
         rows=rows,
-        kinds=kinds,
-        hipdnn_names=hipdnn,
+        kinds=maps.kinds,
+        hipdnn_names=maps.hipdnn,
         includes=includes,
-        map_spellings=spellings,
+        map_spellings=maps.spellings,
+        enum_owner=maps.enum_owner,
         table_paths=paths,
         hip_latest=parse_hip_latest(repo.show_if_present(HIPIFY_VERSIONS)),
     )
@@ -440,7 +502,9 @@ def normalize_versioned(name: str) -> str:
 
 
 def parse_zluda_lists(text: str, prefix: str) -> set[str]:
-    """Names inside every `<macro> <= [ ... ]` list except the `unimplemented` one."""
+    """Names inside every `<macro> <= [ ... ]` list except the `unimplemented` one
+    (a commented-out name is not in the list)."""
+    text = strip_c_comments(text)
     names: set[str] = set()
     for match in _ZLUDA_DUAL_LIST.finditer(text):
         names.update(re.findall(r"\b(" + prefix + r"\w*)", match.group(3)))
@@ -463,6 +527,9 @@ class PtxGrammar:
 
     forms: list[list[tuple[str, bool]]]
     placeholders: dict[str, set[str]]  # `rnd` -> {"rn", "rz", ...}
+    # Instructions whose forms a hand-written function parses (`bra <= { bra(stream) }`):
+    # every form of them is taken as accepted.
+    open_forms: set[str] = field(default_factory=set)
 
     def _fits(self, segment: str, wanted: str) -> bool:
         return segment == wanted or wanted in self.placeholders.get(segment, ())
@@ -481,10 +548,13 @@ class PtxGrammar:
         """True when some form starts with the dotted instruction `wanted` (optional
         segments may be skipped; a placeholder matches any of its declared values)."""
         need = wanted.split(".")
+        if need[0] in self.open_forms:
+            return True
         return any(self._matches(form, need) for form in self.forms)
 
 
 _PTX_RULE_HEAD = re.compile(r"^    ([a-z][a-z0-9_]*(?:[.{][^\s]*)?)\s.*=>\s*\{\s*$")
+_PTX_OPEN_RULE = re.compile(r"^    ([a-z][a-z0-9_]*)\s*<=\s*\{")
 _PTX_DECL = re.compile(r"^\s*\.([A-Za-z_0-9]+(?:::[A-Za-z_0-9]+)?)\s*(?::\s*\w+\s*)?=\s*\{")
 
 
@@ -527,8 +597,12 @@ def expand_ptx(template: str, match: re.Match[str]) -> str:
 def parse_ptx_grammar(text: str) -> PtxGrammar:
     forms: list[list[tuple[str, bool]]] = []
     placeholders: dict[str, set[str]] = defaultdict(set)
+    open_forms: set[str] = set()
     offset = 0
     for line in text.splitlines(keepends=True):
+        delegated = _PTX_OPEN_RULE.match(line)
+        if delegated:
+            open_forms.add(delegated.group(1))
         head = _PTX_RULE_HEAD.match(line)
         if head and not line.lstrip().startswith(("let ", "match ", "if ", "Some", "None")):
             forms.append(_split_form(head.group(1)))
@@ -537,7 +611,229 @@ def parse_ptx_grammar(text: str) -> PtxGrammar:
             brace = offset + line.index("{", decl.start())
             placeholders[decl.group(1)].update(_declared_values(text, brace))
         offset += len(line)
-    return PtxGrammar(forms=forms, placeholders=dict(placeholders))
+    return PtxGrammar(forms=forms, placeholders=dict(placeholders), open_forms=open_forms)
+
+
+# ZLUDA's generated bindings: every function it exports with its parameter and return
+# types (cuda_macros/src/*.rs) and the CUDA types those name (cuda_types/src/*.rs).
+ZLUDA_BINDINGS_MACROS = "cuda_macros/src/"
+ZLUDA_BINDINGS_TYPES = "cuda_types/src/"
+ZLUDA_DEVICE_ATTRIBUTES = "zluda/src/impl/device.rs"
+ZLUDA_LAUNCH = "zluda/src/impl/driver.rs"
+_RUST_WORD = re.compile(r"\b[A-Za-z_]\w*\b")
+_RUST_FN = re.compile(r"\bfn\s+(\w+)\s*\(([^;{]*?)\)\s*(?:->\s*([^;{]+))?;", re.S)
+_RUST_ALIAS = re.compile(r"\bpub\s+type\s+(\w+)\s*=\s*([^;]+);")
+_RUST_USE = re.compile(r"\bpub\s+use\s+(?:self|super)::(?:\w+::)*(\w+)\s+as\s+(\w+)\s*;")
+_RUST_AGGREGATE = re.compile(r"\bpub\s+(?:struct|union)\s+(\w+)\s*(\{[^{}]*\}|\([^()]*\))", re.S)
+_RUST_ENUMERATOR = re.compile(r"\bimpl\s+(\w+)\s*\{\s*pub\s+const\s+(\w+)\s*:\s*(\w+)\s*=")
+_RUST_CONST = re.compile(r"^pub\s+const\s+(\w+)\s*:", re.M)
+
+
+def _type_words(text: str) -> set[str]:
+    """The type names a Rust type expression mentions (`*mut cuda_types::cuda::CUstream`
+    -> {CUstream}); paths, pointer words and primitive types are dropped."""
+    text = re.sub(r"(?:::)?(?:\w+::)+", "", text)
+    return {w for w in _RUST_WORD.findall(text)} - _RUST_NOISE
+
+
+_RUST_NOISE = frozenset(
+    {
+        "mut",
+        "const",
+        "pub",
+        "unsafe",
+        "extern",
+        "fn",
+        "Option",
+        "system",
+        "C",
+        "usize",
+        "isize",
+        "u8",
+        "u16",
+        "u32",
+        "u64",
+        "i8",
+        "i16",
+        "i32",
+        "i64",
+        "f32",
+        "f64",
+        "bool",
+        "c_void",
+        "c_char",
+        "c_uchar",
+        "c_int",
+        "c_uint",
+        "c_long",
+        "c_ulong",
+        "c_longlong",
+        "c_ulonglong",
+        "c_short",
+        "c_ushort",
+        "c_float",
+        "c_double",
+    }
+)
+
+
+@dataclass
+class ZludaBindings:
+    """The types ZLUDA's exported functions take and return, and what those types are
+    made of: enough to tell whether any function ZLUDA implements can receive a type."""
+
+    signatures: dict[str, set[str]] = field(default_factory=dict)  # function -> type names
+    parameters: dict[str, set[str]] = field(default_factory=dict)  # … of its parameters only
+    aliases: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    members: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    enum_owner: dict[str, str] = field(default_factory=dict)  # enumerator -> its type
+    constants: set[str] = field(default_factory=set)
+    declared: set[str] = field(default_factory=set)  # every type name the bindings define
+
+    def add_functions(self, text: str) -> None:
+        for name, params, ret in _RUST_FN.findall(strip_c_comments(text)):
+            taken: set[str] = set()
+            for param in params.split(","):
+                taken |= _type_words(param.partition(":")[2])
+            words = taken | _type_words(ret or "")
+            for key in {name, normalize_versioned(name)}:
+                self.signatures[key] = self.signatures.get(key, set()) | words
+                self.parameters[key] = self.parameters.get(key, set()) | taken
+
+    def add_types(self, text: str) -> None:
+        text = strip_c_comments(text)
+        for name, target in _RUST_ALIAS.findall(text):
+            self.declared.add(name)
+            words = _type_words(target)
+            # `pub type CUstream = *mut CUstream_st` renames one type: either name stands
+            # for the other. A function-pointer type only leads to its parameter types.
+            for word in words:
+                self.aliases[name].add(word)
+                if len(words) == 1:
+                    self.aliases[word].add(name)
+        for target, name in _RUST_USE.findall(text):
+            self.declared.add(name)
+            self.aliases[name].add(target)
+            self.aliases[target].add(name)
+        for name, body in _RUST_AGGREGATE.findall(text):
+            self.declared.add(name)
+            fields = re.findall(r":\s*([^,]+)", body) if body.startswith("{") else [body]
+            for field_type in fields:
+                self.members[name] |= _type_words(field_type) - {name}
+        for owner, name, typed in _RUST_ENUMERATOR.findall(text):
+            if typed == owner:
+                self.enum_owner[name] = owner
+                self.declared.add(owner)
+        self.constants.update(_RUST_CONST.findall(text))
+
+    def mentioned(self) -> set[str]:
+        """Every type name some exported function's signature names."""
+        return set().union(*self.signatures.values())
+
+    def reachable(self, functions: set[str]) -> dict[str, str]:
+        """Type name -> one of `functions` that takes or returns it, directly, through a
+        typedef, or as a member of a struct it takes."""
+        found: dict[str, str] = {}
+        # parameters first, so a type is credited to a call that takes it where one does
+        for table in (self.parameters, self.signatures):
+            for function in sorted(functions):
+                self._walk(table.get(function, ()), function, found)
+        return found
+
+    def _walk(self, start: Any, function: str, found: dict[str, str]) -> None:
+        queue = list(start)
+        while queue:
+            name = queue.pop()
+            if name in found:
+                continue
+            found[name] = function
+            queue.extend(self.aliases.get(name, ()))
+            queue.extend(self.members.get(name, ()))
+
+
+def load_zluda_bindings(repo: GitRepo) -> ZludaBindings:
+    bindings = ZludaBindings()
+    for path in repo.files():
+        if path.startswith(ZLUDA_BINDINGS_MACROS) and path.endswith(".rs"):
+            bindings.add_functions(repo.show(path))
+        elif path.startswith(ZLUDA_BINDINGS_TYPES) and path.endswith(".rs"):
+            bindings.add_types(repo.show(path))
+    return bindings
+
+
+def _match_arms(body: str) -> list[tuple[str, str]]:
+    """(patterns, arm body) of each `PATTERN | PATTERN => { … }` / `=> expr,` arm at the
+    top level of a Rust `match` body."""
+    arms: list[tuple[str, str]] = []
+    depth, start, pattern = 0, 0, None
+    i = 0
+    while i < len(body):
+        char = body[i]
+        if char in "{([":
+            depth += 1
+        elif char in "})]":
+            depth -= 1
+            if depth < 0:  # the end of the match body
+                break
+        elif depth == 0 and body.startswith("=>", i) and pattern is None:
+            pattern = body[start:i]
+            start = i + 2
+            i += 1
+        elif depth == 0 and char == "," and pattern is not None:
+            arms.append((pattern, body[start:i]))
+            pattern, start = None, i + 1
+        if depth == 0 and char == "}" and pattern is not None:
+            arms.append((pattern, body[start : i + 1]))
+            pattern, start = None, i + 1
+        i += 1
+    return arms
+
+
+def _function_body(text: str, name: str) -> str:
+    """The body of the Rust function `name` (comments already stripped)."""
+    match = re.search(r"\bfn\s+" + name + r"\s*\(", text)
+    if not match:
+        return ""
+    brace = text.index("{", match.end())
+    depth = 0
+    for end in range(brace, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        if depth == 0:
+            return text[brace + 1 : end]
+    return text[brace + 1 :]
+
+
+@dataclass
+class DeviceAttributes:
+    """How ZLUDA's cuDeviceGetAttribute (zluda/src/impl/device.rs) answers each
+    CUdevice_attribute: from HIP's device properties or attribute query, or with a fixed
+    value; any other attribute falls to `_ => return Err(INVALID_VALUE)`."""
+
+    answered: dict[str, str | None]  # CU_DEVICE_ATTRIBUTE_X -> fixed value, None: queried
+
+
+def parse_zluda_device_attributes(text: str) -> DeviceAttributes:
+    body = _function_body(strip_c_comments(text), "get_attribute")
+    answered: dict[str, str | None] = {}
+    # explicit match arms before the remapping: a fixed value (`*pi = 32`) or a property
+    for patterns, arm in _match_arms(body[body.find("match attrib") :].partition("{")[2]):
+        fixed = re.search(r"\*pi\s*=\s*(-?\d+)\s*;", arm)
+        for name in re.findall(r"CUdevice_attribute::(CU_DEVICE_ATTRIBUTE_\w+)", patterns):
+            answered[name] = fixed.group(1) if fixed and "get_device_prop" not in arm else None
+    # remap_attribute!{ attrib => { [MAX THREADS PER BLOCK], … }, { EXACT => Hip, … } }
+    remap = body[body.find("remap_attribute!") :]
+    for words in re.findall(r"\[([A-Z0-9 ]+)\]", remap):
+        answered.setdefault("CU_DEVICE_ATTRIBUTE_" + "_".join(words.split()), None)
+    for exact in re.findall(r"\b([A-Z][A-Z0-9_]+)\s*=>\s*\w+", remap):
+        answered.setdefault("CU_DEVICE_ATTRIBUTE_" + exact, None)
+    return DeviceAttributes(answered)
+
+
+def parse_zluda_launch_attributes(text: str) -> set[str]:
+    """The CUlaunchAttributeID values ZLUDA's cuLaunchKernelEx (launch_kernel_ex in
+    zluda/src/impl/driver.rs) names; it returns CUDA_ERROR_NOT_SUPPORTED for the rest."""
+    body = _function_body(strip_c_comments(text), "launch_kernel_ex")
+    return set(re.findall(r"CUlaunchAttributeID::(CU_LAUNCH_ATTRIBUTE_\w+)", body))
 
 
 @dataclass
@@ -549,6 +845,13 @@ class ZludaData:
     library_paths: dict[str, str]
     ptx: PtxGrammar
     special_registers: set[str]
+    bindings: ZludaBindings = field(default_factory=ZludaBindings)
+    device_attributes: DeviceAttributes = field(default_factory=lambda: DeviceAttributes({}))
+    launch_attributes: set[str] = field(default_factory=set)
+
+    def implemented(self) -> set[str]:
+        """Every function ZLUDA implements, driver and replacement libraries alike."""
+        return self.driver.union(*self.libraries.values())
 
 
 def load_zluda(repo: GitRepo, crates: dict[str, dict[str, str]]) -> ZludaData:
@@ -571,6 +874,11 @@ def load_zluda(repo: GitRepo, crates: dict[str, dict[str, str]]) -> ZludaData:
         library_paths=library_paths,
         ptx=parse_ptx_grammar(repo.show(ZLUDA_PTX_PARSER)),
         special_registers=registers,
+        bindings=load_zluda_bindings(repo),
+        device_attributes=parse_zluda_device_attributes(
+            repo.show_if_present(ZLUDA_DEVICE_ATTRIBUTES)
+        ),
+        launch_attributes=parse_zluda_launch_attributes(repo.show_if_present(ZLUDA_LAUNCH)),
     )
 
 
@@ -635,10 +943,100 @@ def _declared_name(decl: str) -> tuple[str | None, str]:
     return (match.group(1) if match else None), "function"
 
 
-def parse_scale_page(text: str) -> dict[str, ScaleListing]:
+_SCALE_HEADING = re.compile(r"^#{2,}\s*\[?\s*(?:[\d.]+\s+)?([^\]]+?)\s*\]?(?:\(.*\))?\s*$")
+
+
+def section_title(heading: str) -> str:
+    """`## [6.24. EGL Interoperability](https://…)` (SCALE) or `## **25. EGL
+    Interoperability**` (HIPIFY) -> "EGL Interoperability": the NVIDIA documentation
+    module both pages are laid out by, so one can be looked up in the other."""
+    text = re.sub(r"[*#]", "", heading).strip()
+    text = re.sub(r"^\[(.*)\]\(.*\)$", r"\1", text)
+    return re.sub(r"^\d+(\.\d+)*\.?\s*", "", text).strip()
+
+
+@dataclass
+class ScaleSection:
+    """One `## …` section of an API-difference page."""
+
+    title: str
+    names: list[str] = field(default_factory=list)  # declarations listed, in page order
+    # The words of a section that lists no declaration, only a marked-missing sentence
+    # ("-EGL is currently unsupported"): the whole NVIDIA module is unsupported.
+    unsupported: str | None = None
+
+
+@dataclass
+class ScalePage:
+    """What one API-difference page says: each declared name's listing and the page's
+    sections (which names each lists, and which SCALE marks unsupported as a whole)."""
+
+    listings: dict[str, ScaleListing]
+    sections: dict[str, ScaleSection]  # title -> section
+    _signatures: dict[bool, dict[str, set[str]]] = field(default_factory=dict, repr=False)
+
+    def get(self, name: str) -> ScaleListing | None:
+        return self.listings.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.listings
+
+    def unsupported_section(self, title: str | None) -> ScaleSection | None:
+        """The section `title` when SCALE marks it unsupported as a whole: a sentence in
+        place of declarations, or every declaration it lists marked missing."""
+        section = self.sections.get(title) if title else None
+        if section is None:
+            return None
+        if section.unsupported is not None:
+            return section
+        # every declaration marked missing, and more than one (a lone missing line says
+        # little about the rest of the module)
+        listed = [self.listings[n] for n in section.names]
+        if len(listed) > 1 and all(not listing.present for listing in listed):
+            return section
+        return None
+
+    def signatures(self, present: bool) -> dict[str, set[str]]:
+        """Function -> the identifiers its declarations on this page mention (NVIDIA's
+        documented prototypes), from the declarations SCALE has (`present`) or lacks."""
+        cached = self._signatures.get(present)
+        if cached is None:
+            cached = self._signatures[present] = self._read_signatures(present)
+        return cached
+
+    def _read_signatures(self, present: bool) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for name, listing in self.listings.items():
+            decls = listing.present if present else listing.missing
+            for decl in decls:
+                if _declared_name(decl)[1] != "function":
+                    continue
+                words = set(re.findall(r"\b[A-Za-z_]\w*\b", decl)) - {name}
+                found.setdefault(name, set()).update(words)
+        return found
+
+
+def _is_declaration(decl: str) -> bool:
+    """A listed C declaration, not a sentence: `-EGL is currently unsupported` is prose."""
+    name, kind = _declared_name(decl)
+    return name is not None and (kind != "function" or "(" in decl)
+
+
+def parse_scale_page(text: str) -> ScalePage:
+    """Read one API-difference page: `## [N. Title](url)` sections, each with a ```diff
+    block of NVIDIA's declarations, `-` marking those SCALE lacks. A block holding only a
+    `-` sentence marks the whole section unsupported. Lines without the diff's space or
+    `-` prefix are read as present (the page's convention for unmarked lines)."""
     listings: dict[str, ScaleListing] = defaultdict(ScaleListing)
+    sections: dict[str, ScaleSection] = {}
+    section = ScaleSection("")
     in_block = False
     for line in text.splitlines():
+        if not in_block and line.startswith("#"):
+            section = ScaleSection(section_title(line))
+            sections.setdefault(section.title, section)
+            section = sections[section.title]
+            continue
         if line.startswith("```"):
             in_block = not in_block
             continue
@@ -646,11 +1044,16 @@ def parse_scale_page(text: str) -> dict[str, ScaleListing]:
             continue
         missing = line.startswith("-")
         decl = line[1:].strip() if line[:1] in "- " else line.strip()
-        name, _kind = _declared_name(decl)
-        if not name:
+        if not _is_declaration(decl):
+            if missing and re.search(r"\b(unsupported|not supported)\b", decl, re.I):
+                section.unsupported = decl
             continue
+        name, _kind = _declared_name(decl)
+        assert name is not None
         (listings[name].missing if missing else listings[name].present).append(decl)
-    return dict(listings)
+        if name not in section.names:
+            section.names.append(name)
+    return ScalePage(dict(listings), sections)
 
 
 def parse_scale_changelogs(repo: GitRepo) -> dict[str, str]:
@@ -676,7 +1079,7 @@ def parse_scale_changelogs(repo: GitRepo) -> dict[str, str]:
 @dataclass
 class ScaleData:
     repo: GitRepo
-    pages: dict[str, dict[str, ScaleListing]]
+    pages: dict[str, ScalePage]
     changelog_added: dict[str, str]
     ptx_instructions: set[str]
     wrappers: WrapperData | None
@@ -716,7 +1119,9 @@ def load_scale_wrappers(repo: GitRepo, libraries: dict[str, Any]) -> WrapperData
         for path in repo.files():
             if not path.startswith(directory) or not path.endswith((".h", ".hpp", ".cpp", ".cu")):
                 continue
-            text = repo.show(path)
+            # Commented-out code declares nothing: `// SPARSE_API_DIRECT(Sgemvi, …)` is a
+            # function the wrapper does not (yet) provide.
+            text = strip_c_comments(repo.show(path))
             found.update(re.findall(r"\b[A-Za-z_]\w*\b", text))
             for pattern, prefix, letters, *suffix in _WRAPPER_MACROS:
                 for match in pattern.finditer(text):
@@ -948,11 +1353,50 @@ class HipDates:
 # --------------------------------------------------------------------------- resolution
 
 
+# Where a status came from, recorded per route in each entry's `origin`:
+#   source          read off one source (a table row, a listed declaration, a list entry)
+#   derived:<rule>  computed by the named rule from facts read off sources (DERIVATIONS)
+#   default         the family's or the page's default: no fact about this name was found
+ORIGIN_SOURCE = "source"
+ORIGIN_DEFAULT = "default"
+DERIVATIONS = {
+    "curated": "a per-name judgement in tools/*.yaml, with its reason",
+    "family-rule": "a per-family pattern rule in tools/target_facts.yaml",
+    "runtime-to-driver": "libcudart serves the call with driver calls ZLUDA (does not) implement",
+    "driver-counterpart": "a runtime name shares its HIP name with a driver name, which decides",
+    "type-use": "a type is supported when a function the route implements takes or returns it",
+    "enum-consumer": "an enumerator follows its enum type",
+    "compile-time-constant": "a #define constant is compiled into the application",
+    "ptx-lowering": "the PTX the intrinsic compiles to, checked against ZLUDA's PTX parser",
+    "versioned-name": "a _v2/_ptds ABI name follows the base name it is #defined from",
+    "section-unsupported": "SCALE marks the whole documentation section unsupported",
+    "absent-from-wrapper": "not declared in SCALE's published wrapper sources",
+    "compiled-into-ptx": "a device-side type or constant reaches ZLUDA only as compiled PTX",
+}
+
+
+# Graphics-interop names (Direct3D, VDPAU, OpenGL, EGL): see _zluda_runtime_by_name.
+GRAPHICS_INTEROP = r"D3D\d+|VDPAU|Vdpau|WGL|GL(?=[A-Z])|(?<=Graphics)GL|EGL|Egl"
+# SCALE's enum listings: see RuleBuilder._scale_enumerator.
+SCALE_ENUM_BASELINE = "12.0"
+
+
 @dataclass
 class Verdict:
     status: str
     source: str  # a source id of the family file, or "inferred: ..."
     note: str | None = None
+    origin: str = ""  # see ORIGIN_*; empty: "source" for a source id, else derived:curated
+
+    def origin_label(self) -> str:
+        if self.origin:
+            return self.origin
+        return "derived:curated" if self.source.startswith("inferred:") else ORIGIN_SOURCE
+
+
+def derived(rule: str) -> str:
+    assert rule in DERIVATIONS, rule
+    return f"derived:{rule}"
 
 
 @dataclass
@@ -1009,6 +1453,10 @@ class RuleBuilder:
         self.fact_sources: dict[str, dict[str, str]] = facts.get("sources", {})
         self.overrides: dict[str, dict[str, Any]] = facts.get("overrides", {})
         self.registries: dict[str, SourceRegistry] = defaultdict(SourceRegistry)
+        self._zluda_memo: dict[tuple[str, str], Verdict] = {}
+        self._zluda_types: dict[str, str] | None = None
+        self._driver_by_hip: dict[str, list[str]] | None = None
+        self._prototypes: dict[str, set[str]] | None = None
 
     # ---- provenance helpers
 
@@ -1091,13 +1539,23 @@ class RuleBuilder:
             return "enum"
         return "function"
 
-    def _curated_verdict(self, body: dict[str, Any] | None, family: str) -> Verdict | None:
+    def _curated_verdict(
+        self, body: dict[str, Any] | None, family: str, origin: str = ""
+    ) -> Verdict | None:
+        """A verdict written in tools/*.yaml. Its origin: `source` when it cites a source
+        id, derived:curated when it gives an `inferred:` reason, unless `origin` says
+        otherwise (a family default, a pattern rule)."""
         if not body:
             return None
-        return Verdict(body["status"], self._curated_src(family, body["source"]), body.get("note"))
+        source = self._curated_src(family, body["source"])
+        return Verdict(body["status"], source, body.get("note"), origin)
 
     def _matching_rule(
-        self, rules: dict[str, Any] | list[dict[str, Any]], family: str, name: str
+        self,
+        rules: dict[str, Any] | list[dict[str, Any]],
+        family: str,
+        name: str,
+        origin: str = "",
     ) -> Verdict | None:
         """The first curated rule that applies to `name`. A rule may limit itself with
         `match` (a full-match regex on the name) and/or `section` (a heading of the
@@ -1109,7 +1567,7 @@ class RuleBuilder:
                 row = self.hipify.find(family, name)
                 if row is None or rule["section"] not in row.section:
                     continue
-            return self._curated_verdict(rule, family)
+            return self._curated_verdict(rule, family, origin or derived("family-rule"))
         return None
 
     def _library(self, family: str) -> dict[str, Any]:
@@ -1144,8 +1602,10 @@ class RuleBuilder:
         default = self._library(family).get("hip")
         if default:
             hip_name = manual.get("hip_name", name if default.get("same_name") else None)
-            return hip_name, self._curated_verdict(default, family)
-        return None, Verdict("unknown", "inferred: not found in HIPIFY's CUDA->HIP tables")
+            return hip_name, self._curated_verdict(default, family, ORIGIN_DEFAULT)
+        return None, Verdict(
+            "unknown", "inferred: not found in HIPIFY's CUDA->HIP tables", origin=ORIGIN_DEFAULT
+        )
 
     # ---- HIP's own headers
 
@@ -1310,7 +1770,7 @@ class RuleBuilder:
             notes.append(f"deprecated in ROCm {short_release(dates.deprecated)}")
         if notes or status != verdict.status:
             note = "; ".join(n for n in (verdict.note, *notes) if n) or None
-            entry.verdicts["hip"] = Verdict(status, verdict.source, note)
+            entry.verdicts["hip"] = Verdict(status, verdict.source, note, verdict.origin)
 
     def reconcile_with_headers(self, spelling: str, dates: HipDates, notes: list[str]) -> HipDates:
         """Check HIPIFY's dates for `spelling` against the releases whose headers were
@@ -1444,16 +1904,132 @@ class RuleBuilder:
             return self._zluda_library(family, name, kind)
         library = self._library(family)
         by_name = self._matching_rule(library.get("zluda_by_name", []), family, name)
-        default = by_name or self._curated_verdict(library.get("zluda"), family)
-        return default or Verdict("unknown", "inferred: no ZLUDA source covers this family")
+        default = by_name or self._curated_verdict(library.get("zluda"), family, ORIGIN_DEFAULT)
+        return default or Verdict(
+            "unknown", "inferred: no ZLUDA source covers this family", origin=ORIGIN_DEFAULT
+        )
+
+    def _carry(self, verdict: Verdict, origin_family: str, family: str) -> str:
+        """`verdict`'s source, made usable in `family`'s file: a source id another
+        family's file declared is declared in this one too."""
+        if verdict.source.startswith("inferred:") or origin_family == family:
+            return verdict.source
+        body = self.registries[origin_family].sources[verdict.source]
+        return self._src(family, verdict.source, body)
+
+    def _zluda_verdict_of(self, family: str, name: str) -> Verdict:
+        """The ZLUDA verdict of another name (a consumer, an enum type, a counterpart),
+        computed once."""
+        key = (family, name)
+        found = self._zluda_memo.get(key)
+        if found is None:
+            manual = self.manual_entries.get(name, {})
+            kind = (
+                manual.get("kind")
+                or self.overrides.get(name, {}).get("kind")
+                or self.hipify.kinds.get(name)
+                or self._guess_kind(name, self.hipify.find(family, name))
+            )
+            found = self._zluda_memo[key] = self.resolve_zluda(family, name, kind, manual)
+        return found
+
+    def _zluda_used_types(self) -> dict[str, str]:
+        """Type -> a function ZLUDA implements that takes (or returns) it; enum types
+        passed as plain integers count for the calls `zluda_integer_enums` names."""
+        if self._zluda_types is None:
+            implemented = self.zluda.implemented()
+            bindings = self.zluda.bindings
+            used = bindings.reachable(implemented)
+            for enum, calls in self.facts.get("zluda_integer_enums", {}).items():
+                served = [c for c in calls if normalize_versioned(c) in implemented]
+                if served and enum not in used:
+                    for name in {enum, *bindings.aliases.get(enum, ())}:
+                        used.setdefault(name, served[0])
+            self._zluda_types = used
+        return self._zluda_types
+
+    def _zluda_bindings_source(self, family: str) -> str:
+        body = self.zluda.repo.source(f"{ZLUDA_BINDINGS_MACROS}, {ZLUDA_BINDINGS_TYPES}")
+        return self._src(family, "zluda_bindings", body)
+
+    def _zluda_declared_item(self, family: str, name: str, kind: str) -> Verdict:
+        """A type, enumerator or constant of an API ZLUDA exports (driver, cuBLAS, …):
+        usable only when a function ZLUDA implements takes it (or, for an enumerator, its
+        enum type); device and launch attributes are checked against the code that
+        answers them."""
+        if name.startswith("CU_DEVICE_ATTRIBUTE_") and self.zluda.device_attributes.answered:
+            return self._zluda_device_attribute(family, name)
+        if name.startswith("CU_LAUNCH_ATTRIBUTE_") and self.zluda.launch_attributes:
+            return self._zluda_launch_attribute(family, name)
+        bindings = self.zluda.bindings
+        owner = bindings.enum_owner.get(name) or self.hipify.enum_owner.get(name)
+        stubbed = family in self.zluda.libraries and not self.zluda.libraries[family]
+        if (kind == "macro" or (name in bindings.constants and owner is None)) and stubbed:
+            path = self.zluda.library_paths[family]
+            source = self._src(family, f"{path.split('/')[0]}_crate", self.zluda.repo.source(path))
+            note = "a constant of an API whose every function ZLUDA's replacement stubs"
+            return Verdict("unsupported", source, note, derived("compile-time-constant"))
+        if kind == "macro" or (name in bindings.constants and owner is None):
+            return Verdict(
+                "supported",
+                "inferred: a #define constant, compiled into the application",
+                origin=derived("compile-time-constant"),
+            )
+        if owner is not None and kind != "type":
+            verdict = self._zluda_type(family, owner)
+            return Verdict(
+                verdict.status,
+                verdict.source,
+                f"its enum type {owner}: {verdict.note}",
+                derived("enum-consumer"),
+            )
+        return self._zluda_type(family, name)
+
+    def _zluda_type(self, family: str, name: str) -> Verdict:
+        used = self._zluda_used_types()
+        source = self._zluda_bindings_source(family)
+        if name in used:
+            note = f"taken or returned by {used[name]}, which ZLUDA implements"
+            return Verdict("supported", source, note, derived("type-use"))
+        bindings = self.zluda.bindings
+        if name in bindings.declared or name in bindings.mentioned():
+            note = "no function ZLUDA implements takes or returns it"
+        else:
+            note = "ZLUDA's CUDA bindings do not declare it, so no function ZLUDA exports takes it"
+        return Verdict("unsupported", source, note, derived("type-use"))
+
+    def _zluda_device_attribute(self, family: str, name: str) -> Verdict:
+        source = self._src(
+            family,
+            "zluda_device_attributes",
+            self.zluda.repo.source(ZLUDA_DEVICE_ATTRIBUTES),
+        )
+        answered = self.zluda.device_attributes.answered
+        if name not in answered:
+            note = "ZLUDA's cuDeviceGetAttribute returns CUDA_ERROR_INVALID_VALUE for it"
+            return Verdict("unsupported", source, note, ORIGIN_SOURCE)
+        fixed = answered[name]
+        note = f"ZLUDA's cuDeviceGetAttribute answers a fixed {fixed}" if fixed else None
+        return Verdict("supported", source, note, ORIGIN_SOURCE)
+
+    def _zluda_launch_attribute(self, family: str, name: str) -> Verdict:
+        source = self._src(family, "zluda_launch", self.zluda.repo.source(ZLUDA_LAUNCH))
+        accepted = sorted(self.zluda.launch_attributes)
+        if name in accepted:
+            note = (
+                "ZLUDA's cuLaunchKernelEx accepts this launch attribute only with the value "
+                "its check allows, and no other"
+            )
+            return Verdict("partial", source, note, ORIGIN_SOURCE)
+        note = (
+            "ZLUDA's cuLaunchKernelEx returns CUDA_ERROR_NOT_SUPPORTED for every launch "
+            f"attribute but {', '.join(accepted)}"
+        )
+        return Verdict("unsupported", source, note, ORIGIN_SOURCE)
 
     def _zluda_driver(self, family: str, name: str, kind: str) -> Verdict:
         if kind != "function":
-            return Verdict(
-                "supported",
-                "inferred: driver API type/constant from the CUDA headers "
-                "the binary was built with; ZLUDA keeps the driver ABI",
-            )
+            return self._zluda_declared_item(family, name, kind)
         source = self._src(family, "zluda_driver_list", self.zluda.repo.source(ZLUDA_DRIVER_LIST))
         if normalize_versioned(name) in self.zluda.driver:
             return Verdict("supported", source)
@@ -1461,24 +2037,98 @@ class RuleBuilder:
             "unsupported", source, "ZLUDA exports it but it returns CUDA_ERROR_NOT_SUPPORTED"
         )
 
+    def _driver_counterpart(self, name: str) -> str | None:
+        """The driver name HIPIFY maps to the same HIP name as the runtime name `name`
+        (cudaDevAttrWarpSize and CU_DEVICE_ATTRIBUTE_WARP_SIZE are both
+        hipDeviceAttributeWarpSize), of the same kind."""
+        row = self.hipify.find("runtime", name)
+        hip = (row.hip if row else None) or self.hipify.map_spellings.get(name)
+        if not hip:
+            return None
+        if self._driver_by_hip is None:
+            index: dict[str, list[str]] = defaultdict(list)
+            for driver_name, driver_row in self.hipify.rows.get("driver", {}).items():
+                spelling = driver_row.hip or self.hipify.map_spellings.get(driver_name)
+                if spelling:
+                    index[spelling].append(driver_name)
+            self._driver_by_hip = dict(index)
+        kind = self.hipify.kinds.get(name)
+        candidates = self._driver_by_hip.get(hip, [])
+        same_kind = [c for c in candidates if self.hipify.kinds.get(c) == kind]
+        return (same_kind or candidates or [None])[0]
+
+    def _runtime_prototypes(self) -> dict[str, set[str]]:
+        """Runtime function -> the names its documented prototype mentions, read from
+        SCALE's runtime API diff (which lists NVIDIA's declarations, present or not)."""
+        if self._prototypes is None:
+            page = self.scale.pages["runtime"]
+            found = dict(page.signatures(present=True))
+            for name, words in page.signatures(present=False).items():
+                found[name] = found.get(name, set()) | words
+            self._prototypes = found
+        return self._prototypes
+
     def _zluda_runtime(self, family: str, name: str, kind: str) -> Verdict:
-        mapping = self.facts.get("zluda_runtime_to_driver", {})
-        if name not in mapping:
-            if kind == "function":
-                return self._zluda_runtime_by_name(name)
+        if kind == "function" or name in self.facts.get("zluda_runtime_to_driver", {}):
+            return self._zluda_runtime_call(family, name, kind)
+        counterpart = self._driver_counterpart(name)
+        if counterpart is not None:
+            verdict = self._zluda_verdict_of("driver", counterpart)
+            note = f"as its driver counterpart {counterpart}" + (
+                f": {verdict.note}" if verdict.note else ""
+            )
+            source = self._carry(verdict, "driver", family)
+            return Verdict(verdict.status, source, note, derived("driver-counterpart"))
+        if kind == "macro":
             return Verdict(
                 "supported",
-                "inferred: runtime type/constant compiled into the "
-                "application and NVIDIA's libcudart; ZLUDA is not involved",
+                "inferred: a #define constant, compiled into the application",
+                origin=derived("compile-time-constant"),
             )
+        owner = self.hipify.enum_owner.get(name)
+        if owner is not None and kind != "type":
+            verdict = self._zluda_verdict_of("runtime", owner)
+            note = f"its enum type {owner}" + (f": {verdict.note}" if verdict.note else "")
+            return Verdict(verdict.status, verdict.source, note, derived("enum-consumer"))
+        users = sorted(f for f, words in self._runtime_prototypes().items() if name in words)
+        if users:
+            served = [
+                f
+                for f in users
+                if self._zluda_verdict_of("runtime", f).status in ("supported", "partial")
+            ]
+            source = self._src(
+                family, "scale_runtime", self.scale.repo.source(SCALE_PAGES["runtime"])
+            )
+            if served:
+                note = (
+                    f"taken by {served[0]} (prototype as SCALE's runtime diff lists it), "
+                    "which ZLUDA serves"
+                )
+                return Verdict("supported", source, note, derived("type-use"))
+            note = f"only runtime calls ZLUDA does not serve take it ({', '.join(users[:3])})"
+            return Verdict("unsupported", source, note, derived("type-use"))
+        return Verdict(
+            "supported",
+            "inferred: runtime type/constant compiled into the application and NVIDIA's "
+            "libcudart; no documented runtime call takes it",
+            origin=ORIGIN_DEFAULT,
+        )
+
+    def _zluda_runtime_call(self, family: str, name: str, kind: str) -> Verdict:
+        mapping = self.facts.get("zluda_runtime_to_driver", {})
+        if name not in mapping:
+            return self._zluda_runtime_by_name(name)
         spec = mapping[name]
         drivers = spec if isinstance(spec, list) else spec.get("drivers", [])
         note = None if isinstance(spec, list) else spec.get("note")
+        rule = derived("runtime-to-driver")
         if not drivers:
             return Verdict(
                 "supported",
                 "inferred: handled inside NVIDIA's libcudart without a driver call",
                 note,
+                rule,
             )
         have = [d for d in drivers if normalize_versioned(d) in self.zluda.driver]
         lacking = [d for d in drivers if d not in have]
@@ -1488,20 +2138,25 @@ class RuleBuilder:
                 "supported",
                 f"inferred: libcudart calls {mapped}, implemented in ZLUDA's {ZLUDA_DRIVER_LIST}",
                 note,
+                rule,
             )
         status = "partial" if have else "unsupported"
         reason = (
             f"inferred: libcudart calls {mapped}; ZLUDA's {ZLUDA_DRIVER_LIST} does not "
             f"implement {', '.join(lacking)}"
         )
-        return Verdict(status, reason, note)
+        return Verdict(status, reason, note, rule)
 
     def _device_lowering(self, name: str) -> Any:
         """The recorded PTX lowering of a device name: its own entry in
-        `zluda_device_ptx`, else the first `zluda_device_ptx_patterns` rule that fits."""
+        `zluda_device_ptx`, else what nvcc was seen to emit for it
+        (`zluda_device_ptx_nvcc`), else the first `zluda_device_ptx_patterns` rule that fits."""
         spec = self.facts.get("zluda_device_ptx", {}).get(name)
         if spec is not None:
             return spec
+        observed = self.facts.get("zluda_device_ptx_nvcc", {})
+        if name in observed.get("lowerings", {}):
+            return {"ptx": observed["lowerings"][name], "compiler": observed.get("compiler")}
         for rule in self.facts.get("zluda_device_ptx_patterns", []):
             match = re.fullmatch(rule["match"], name)
             if match:
@@ -1511,23 +2166,43 @@ class RuleBuilder:
 
     def _zluda_runtime_by_name(self, name: str) -> Verdict:
         """A runtime call with no recorded mapping: libcudart implements cudaFoo with the
-        driver's cuFoo when the driver API declares a function of that name."""
+        driver's cuFoo when the driver API declares a function of that name. A graphics
+        interop call whose driver counterpart ZLUDA's bindings do not even declare
+        (Direct3D: ZLUDA's bindings come from cuda.h) cannot be served."""
+        rule = derived("runtime-to-driver")
         driver = "cu" + name[len("cuda") :] if name.startswith("cuda") else None
         if driver is None or normalize_versioned(driver) not in self.zluda.driver_declared:
-            return Verdict("unknown", "inferred: no runtime->driver mapping recorded for this call")
+            if driver is not None and re.search(GRAPHICS_INTEROP, name):
+                return Verdict(
+                    "unsupported",
+                    f"inferred: a graphics-interop call; ZLUDA's driver bindings "
+                    f"(cuda_macros/src/cuda.rs) declare no {driver} for libcudart to call",
+                    origin=rule,
+                )
+            return Verdict(
+                "unknown",
+                "inferred: no runtime->driver mapping recorded for this call",
+                origin=ORIGIN_DEFAULT,
+            )
         if normalize_versioned(driver) in self.zluda.driver:
             return Verdict(
                 "supported",
                 f"inferred: libcudart serves it with the same-named driver call {driver}, "
                 f"which ZLUDA's {ZLUDA_DRIVER_LIST} implements",
+                origin=rule,
             )
         return Verdict(
             "unsupported",
             f"inferred: libcudart serves it with the same-named driver call {driver}, "
             f"which ZLUDA's {ZLUDA_DRIVER_LIST} does not implement",
+            origin=rule,
         )
 
     def _zluda_device(self, family: str, name: str, kind: str) -> Verdict:
+        rules = self._library(family).get("zluda_by_name", [])
+        by_name = self._matching_rule(rules, family, name)
+        if by_name is not None:
+            return by_name
         spec = self._device_lowering(name)
         if spec is None:
             if kind in ("type", "macro", "enum", "variable"):
@@ -1535,10 +2210,16 @@ class RuleBuilder:
                     "supported",
                     "inferred: compile-time construct; it reaches ZLUDA "
                     "only as ordinary PTX, which ZLUDA recompiles",
+                    origin=derived("compiled-into-ptx"),
                 )
-            return Verdict("unknown", "inferred: no PTX lowering recorded for this intrinsic")
+            return Verdict(
+                "unknown",
+                "inferred: no PTX lowering recorded for this intrinsic",
+                origin=ORIGIN_DEFAULT,
+            )
         ptx = spec if isinstance(spec, list) else spec.get("ptx", [])
         note = None if isinstance(spec, list) else spec.get("note")
+        compiler = None if isinstance(spec, list) else spec.get("compiler")
         missing = []
         for item in ptx:
             if item.startswith("%"):
@@ -1546,11 +2227,14 @@ class RuleBuilder:
                     missing.append(item)
             elif not self.zluda.ptx.accepts(item):
                 missing.append(item)
+        rule = derived("ptx-lowering")
+        seen = f" (as {compiler} emits it)" if compiler else ""
         if not ptx:
             return Verdict(
                 "supported",
                 "inferred: lowers to plain PTX arithmetic, which ZLUDA recompiles",
                 note,
+                rule,
             )
         uses_sreg = any(p.startswith("%") for p in ptx)
         source = self._src(
@@ -1564,24 +2248,25 @@ class RuleBuilder:
             lowering = "; ".join(
                 text
                 for text in (
-                    f"compiles to PTX {', '.join(instructions)}" if instructions else "",
+                    f"compiles to PTX {', '.join(instructions)}{seen}" if instructions else "",
                     f"reads PTX special register {', '.join(registers)}" if registers else "",
                 )
                 if text
             )
-            return Verdict("supported", source, note or lowering)
+            return Verdict("supported", source, note or lowering, rule)
         return Verdict(
             "unsupported",
             source,
-            f"compiles to PTX {', '.join(missing)}, which ZLUDA's PTX front end does not "
+            f"compiles to PTX {', '.join(missing)}{seen}, which ZLUDA's PTX front end does not "
             f"accept" + (f"; {note}" if note else ""),
+            rule,
         )
 
     def _zluda_library(self, family: str, name: str, kind: str) -> Verdict:
         implemented = self.zluda.libraries[family]
         path = self.zluda.library_paths[family]
-        source = self._src(family, f"{path.split('/')[0]}_crate", self.zluda.repo.source(path))
         if kind == "function":
+            source = self._src(family, f"{path.split('/')[0]}_crate", self.zluda.repo.source(path))
             if name in implemented or normalize_versioned(name) in implemented:
                 return Verdict("supported", source)
             return Verdict(
@@ -1589,17 +2274,7 @@ class RuleBuilder:
                 source,
                 "ZLUDA's replacement library stubs it (it returns NOT_SUPPORTED)",
             )
-        if implemented:
-            return Verdict(
-                "supported",
-                f"inferred: header type/constant; ZLUDA's replacement "
-                f"library ({path}) implements part of this API",
-            )
-        return Verdict(
-            "unsupported",
-            f"inferred: header type/constant, but every function of "
-            f"ZLUDA's replacement library ({path}) is a stub",
-        )
+        return self._zluda_declared_item(family, name, kind)
 
     # ---- SCALE
 
@@ -1615,30 +2290,81 @@ class RuleBuilder:
             return self._scale_page(family, "math", name, kind)
         return self._scale_library(family, name, kind)
 
+    def _scale_page_source(self, family: str, page: str) -> str:
+        return self._src(family, f"scale_{page}", self.scale.repo.source(SCALE_PAGES[page]))
+
+    def _scale_unsupported_scope(self, family: str, page: str, name: str) -> ScaleSection | None:
+        """The section SCALE marks unsupported as a whole that `name` belongs to: the one
+        its HIPIFY table row sits in (both follow NVIDIA's documentation modules), or one
+        whose names `scale_section_scope` describes (the module's data types, listed
+        elsewhere: cudaEglFrame, __nv_fp8_e4m3)."""
+        listing = self.scale.pages[page]
+        row = self.hipify.find(family, name)
+        if row is not None:
+            section = listing.unsupported_section(section_title(row.section))
+            if section is not None:
+                return section
+        for scope in self.facts.get("scale_section_scope", {}).get(page, []):
+            if re.search(scope["names"], name):
+                section = listing.unsupported_section(scope["section"])
+                if section is not None:
+                    return section
+        return None
+
     def _scale_page(self, family: str, page: str, name: str, kind: str) -> Verdict:
-        listing = self.scale.pages[page].get(name)
+        listing = self.scale.pages[page]
+        scope = self._scale_unsupported_scope(family, page, name)
+        found = listing.get(name)
+        if found is not None:
+            verdict = self._scale_listed(family, page, name, kind, found)
+            if verdict.status != "supported" and scope is not None:
+                return self._scale_section_verdict(family, page, scope)
+            return verdict
+        base = normalize_versioned(name)
+        if base != name and base in listing:
+            verdict = self._scale_page(family, page, base, kind)
+            note = f"a versioned name of {base}, which SCALE's API diff lists" + (
+                f"; {verdict.note}" if verdict.note else ""
+            )
+            return Verdict(verdict.status, verdict.source, note, derived("versioned-name"))
+        if scope is not None:
+            return self._scale_section_verdict(family, page, scope)
         added = self.scale.changelog_added.get(name)
-        if listing is None:
-            parent = self.facts.get("scale_enum_parent", {}).get(name)
-            if parent and parent in self.scale.pages[page]:
-                status, _ = self.scale.pages[page][parent].verdict()
-                source = self._src(
-                    family, f"scale_{page}", self.scale.repo.source(SCALE_PAGES[page])
-                )
-                if status == "supported":
-                    return Verdict("supported", source, f"its enum {parent} is listed as available")
-                return Verdict(
-                    "supported",
-                    f"inferred: its enum {parent} is flagged as differing "
-                    "in SCALE's API diff (newer enumerators missing); long-standing "
-                    "enumerator assumed present",
-                )
-            if added:
-                return Verdict(
-                    "supported", self._src(family, "scale_changelog", self.scale.repo.source(added))
-                )
-            return Verdict("supported", "inferred: not listed among SCALE's API differences")
-        source = self._src(family, f"scale_{page}", self.scale.repo.source(SCALE_PAGES[page]))
+        if added:
+            return Verdict(
+                "supported", self._src(family, "scale_changelog", self.scale.repo.source(added))
+            )
+        owner = self.hipify.enum_owner.get(name) or self.facts.get("scale_enum_parent", {}).get(
+            name
+        )
+        if owner is not None and kind != "type" and owner in listing:
+            return self._scale_enumerator(family, page, name, owner)
+        if kind == "type":
+            verdict = self._scale_type_use(family, page, name)
+            if verdict is not None:
+                return verdict
+        return Verdict(
+            "supported",
+            "inferred: not listed among SCALE's API differences",
+            origin=ORIGIN_DEFAULT,
+        )
+
+    def _scale_section_verdict(self, family: str, page: str, section: ScaleSection) -> Verdict:
+        said = f" ('{section.unsupported}')" if section.unsupported else ""
+        how = "marks" if section.unsupported else "lists every declaration of"
+        note = f"SCALE's API diff {how} the section '{section.title}'{said} as unsupported"
+        return Verdict(
+            "unsupported",
+            self._scale_page_source(family, page),
+            note,
+            derived("section-unsupported"),
+        )
+
+    def _scale_listed(
+        self, family: str, page: str, name: str, kind: str, listing: ScaleListing
+    ) -> Verdict:
+        source = self._scale_page_source(family, page)
+        added = self.scale.changelog_added.get(name)
         status, note = listing.verdict(device_code=(page == "math"))
         if status == "unsupported" and added:
             return Verdict(
@@ -1655,6 +2381,54 @@ class RuleBuilder:
             )
         return Verdict(status, source, note)
 
+    def _scale_enumerator(self, family: str, page: str, name: str, owner: str) -> Verdict:
+        """An enumerator follows its enum type's listing. SCALE's diff flags a type as a
+        whole when its declaration differs from NVIDIA's (usually: newer enumerators
+        missing), so an enumerator CUDA has had since before SCALE_ENUM_BASELINE is
+        taken as present and a newer one as possibly missing."""
+        rule = derived("enum-consumer")
+        listing = self.scale.pages[page].listings[owner]
+        source = self._scale_page_source(family, page)
+        if listing.present:
+            return Verdict("supported", source, f"its enum {owner} is listed as available", rule)
+        row = self.hipify.find(family, name)
+        since = row.cuda.get("A") if row is not None else None
+        # HIPIFY leaves the CUDA "added" column empty for what CUDA has always had
+        if row is not None and (
+            since is None or version_key(since) < version_key(SCALE_ENUM_BASELINE)
+        ):
+            age = f"since CUDA {since}" if since else "from its first releases"
+            note = (
+                f"its enum {owner} is flagged as differing in SCALE's API diff; an enumerator "
+                f"CUDA has had {age} is taken as present"
+            )
+            return Verdict("supported", source, note, rule)
+        when = f"added in CUDA {since}" if since else "of unknown age"
+        note = (
+            f"its enum {owner} is flagged as differing in SCALE's API diff, and this "
+            f"enumerator ({when}) may be among those SCALE lacks"
+        )
+        return Verdict("partial", source, note, rule)
+
+    def _scale_type_use(self, family: str, page: str, name: str) -> Verdict | None:
+        """A type the diff does not list follows the functions whose prototypes name it:
+        supported when SCALE has one of them, unsupported when SCALE lacks them all."""
+        listing = self.scale.pages[page]
+        present = sorted(
+            f for f, words in listing.signatures(present=True).items() if name in words
+        )
+        missing = sorted(
+            f for f, words in listing.signatures(present=False).items() if name in words
+        )
+        source = self._scale_page_source(family, page)
+        if present:
+            note = f"taken by {present[0]}, which SCALE's API diff lists as available"
+            return Verdict("supported", source, note, derived("type-use"))
+        if missing:
+            note = f"only calls SCALE's API diff marks missing take it ({', '.join(missing[:3])})"
+            return Verdict("unsupported", source, note, derived("type-use"))
+        return None
+
     def _scale_library(self, family: str, name: str, kind: str) -> Verdict:
         library = self._library(family)
         by_name = self._matching_rule(library.get("scale_by_name", []), family, name)
@@ -1663,26 +2437,33 @@ class RuleBuilder:
         wrappers = self.scale.wrappers
         if wrappers and family in wrappers.tokens:
             path = wrappers.paths[family]
+            source = self._src(family, "scale_wrappers", wrappers.repo.source(path))
             if name in wrappers.tokens[family]:
-                source = self._src(family, "scale_wrappers", wrappers.repo.source(path))
                 return Verdict("supported", source, library.get("scale_found_note"))
             base = name.removesuffix("_v2")
             if base != name and base in wrappers.tokens[family]:
-                source = self._src(family, "scale_wrappers", wrappers.repo.source(path))
                 return Verdict(
                     "partial",
                     source,
                     f"SCALE declares only {base}, the name NVIDIA's header maps onto this "
                     "symbol; source that spells the _v2 name must drop the suffix",
+                    derived("versioned-name"),
                 )
-            not_found = self._matching_rule(library.get("scale_not_found", []), family, name)
-            return not_found or Verdict(
-                "unknown",
-                f"inferred: not declared in SCALE's published wrapper sources "
-                f"({path}); later SCALE releases may add it",
+            absent = derived("absent-from-wrapper")
+            not_found = self._matching_rule(
+                library.get("scale_not_found", []), family, name, absent
             )
-        default = self._curated_verdict(library.get("scale"), family)
-        return default or Verdict("unknown", "inferred: no SCALE source covers this family")
+            return not_found or Verdict(
+                "unsupported",
+                source,
+                "not declared in SCALE's published wrapper sources (the snapshot read); "
+                "a later SCALE release may add it",
+                absent,
+            )
+        default = self._curated_verdict(library.get("scale"), family, ORIGIN_DEFAULT)
+        return default or Verdict(
+            "unknown", "inferred: no SCALE source covers this family", origin=ORIGIN_DEFAULT
+        )
 
 
 # --------------------------------------------------------------------------- output
@@ -1718,6 +2499,7 @@ def entry_document(entry: Entry) -> dict[str, Any]:
         "hip": entry.hip,
         "status": FlowMap((t, entry.verdicts[t].status) for t in TARGETS),
         "source": _compact((t, entry.verdicts[t].source) for t in TARGETS),
+        "origin": FlowMap((t, entry.verdicts[t].origin_label()) for t in TARGETS),
     }
     for key in ("since", "deprecated", "removed", "hip_added", "hip_deprecated", "hip_removed"):
         value = getattr(entry, key)
@@ -1870,6 +2652,10 @@ def validate(entries: list[Entry]) -> None:
         for target, verdict in entry.verdicts.items():
             if verdict.status not in STATUSES:
                 raise SystemExit(f"{entry.cuda}: bad {target} status {verdict.status!r}")
+            origin = verdict.origin_label()
+            rule = origin.removeprefix("derived:")
+            if origin not in (ORIGIN_SOURCE, ORIGIN_DEFAULT) and rule not in DERIVATIONS:
+                raise SystemExit(f"{entry.cuda}: bad {target} origin {origin!r}")
 
 
 # Command-line option -> the upstream project it must be a clone of.
@@ -1963,6 +2749,14 @@ def main(argv: list[str] | None = None) -> int:
     builder = RuleBuilder(hipify, zluda, scale, manual, facts, headers)
     entries = [builder.build(family, name) for family, name in pairs]
     validate(entries)
+    for entry in entries:
+        for target, verdict in entry.verdicts.items():
+            declared = builder.registries[entry.family].sources
+            if not verdict.source.startswith("inferred:") and verdict.source not in declared:
+                raise SystemExit(
+                    f"{entry.cuda}: {target} source {verdict.source!r} is not declared in "
+                    f"{entry.family}.yaml"
+                )
     for conflict in builder.header_conflicts:
         print(f"warning: {conflict}", file=sys.stderr)
 
@@ -1981,6 +2775,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{path}: {len(repos) + len(header_repos)} snapshots")
     unknown = sum(1 for e in entries for v in e.verdicts.values() if v.status == "unknown")
     print(f"total {len(entries)} entries, {unknown} unknown verdicts", file=sys.stderr)
+    for target in TARGETS:
+        origins = Counter(e.verdicts[target].origin_label().split(":")[0] for e in entries)
+        print(
+            f"  {target}: " + ", ".join(f"{k} {v}" for k, v in sorted(origins.items())),
+            file=sys.stderr,
+        )
     return 0
 
 
