@@ -319,7 +319,9 @@ def test_second_run_redoes_only_what_changed(first_run, repositories, cluster, t
 
 
 def test_a_repository_over_its_time_limit_is_killed_and_recorded(cluster, tmp_path):
-    big = make_big_tree(tmp_path / "big", 80)
+    # Far more than any machine scans in half a second with one job (80 files once finished
+    # in time on a fast CI machine); the kill comes at 0.5 s, so the size costs nothing.
+    big = make_big_tree(tmp_path / "big", 2000)
     listing = tmp_path / "repos.txt"
     listing.write_text(f"{big}\n")
     result = fleet(
@@ -371,7 +373,7 @@ def _session_members(session: int) -> list[str]:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_an_interrupt_leaves_nothing_running(tmp_path):
-    big = make_big_tree(tmp_path / "bigtree", 400)
+    big = make_big_tree(tmp_path / "bigtree", 2000)  # still scanning at Ctrl-C
     listing = tmp_path / "repos.txt"
     listing.write_text(f"{big}\n")
     output = tmp_path / "out"
