@@ -46,9 +46,11 @@ from portcheck.model import (
     Toolchain,
 )
 from portcheck.resources import cache_dir, data_dir, write_atomically
+from portcheck.rocm import RocmRelease
 from portcheck.ruleset import default_rules, load_yaml
 from portcheck.translate.builtin import Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
+from portcheck.translate.spelling import Spelling
 
 SCHEMA = COMPILE_SCHEMA
 # Bump when the cache entry's layout, diagnostics mapping or classification changes.
@@ -1052,6 +1054,7 @@ def _translate_tree(
     exclude: Sequence[str],
     report: CompileReport,
     scans: Mapping[str, FileScan],
+    spelling: Spelling,
 ) -> tuple[list[_Unit], dict[str, list[Finding]], list[str]]:
     """Translate every CUDA source under `root` into `out` (plain C/C++ files are copied so
     that includes resolve); returns the units, their hazard findings and every file name.
@@ -1060,7 +1063,9 @@ def _translate_tree(
     units: list[_Unit] = []
     findings_by_path: dict[str, list[Finding]] = {}
     names: list[str] = []
-    for item in discover(root, exclude):
+    found = list(discover(root, exclude))
+    project_files = frozenset(item.relpath for item in found if not isinstance(item, Skipped))
+    for item in found:
         if isinstance(item, Skipped):
             report.skipped.append(item)
             continue
@@ -1080,7 +1085,13 @@ def _translate_tree(
         translation: Translation | None = None
         if engine == "builtin":
             translation = translate_source(
-                scanner, item.relpath, item.language, raw, scan=scans.get(item.relpath)
+                scanner,
+                item.relpath,
+                item.language,
+                raw,
+                scan=scans.get(item.relpath),
+                spelling=spelling,
+                project_files=project_files,
             )
             text = translation.text
             findings_by_path[item.relpath] = translation.findings
@@ -1116,6 +1127,18 @@ def _translate_tree(
     return units, findings_by_path, names
 
 
+def _spelling_for(rocm: str | None, toolchain: Toolchain) -> Spelling:
+    """The release to translate for: the one asked for, else the toolchain's own."""
+    if rocm is not None:
+        try:
+            return Spelling.for_release(default_rules().rocm_release(rocm))
+        except ValueError as exc:
+            raise CompileError(f"--rocm {rocm!r}: {exc}") from None
+    if toolchain.rocm is None:
+        return Spelling()
+    return Spelling(RocmRelease(*toolchain.rocm[:2]))
+
+
 def compile_tree(
     path: str | os.PathLike[str],
     archs: str | Sequence[str],
@@ -1132,6 +1155,7 @@ def compile_tree(
     hipcc: str | None = None,
     progress: Callable[[int, int, str], None] | None = None,
     scans: Mapping[str, FileScan] | None = None,
+    rocm: str | None = None,
 ) -> CompileReport:
     """Translate the CUDA under `path` (in a scratch tree) and compile every translation
     unit (.cu, and .cpp/.c files that use CUDA, except those another file #includes) for
@@ -1143,7 +1167,10 @@ def compile_tree(
     `engine` picks the translation: "builtin", "hipify-perl", "hipify-clang", or "none"
     for sources that are HIP already. An interrupt (KeyboardInterrupt) kills every
     running hipcc with its children before it propagates. `scans`: the files' FileScans
-    from a scan of the same tree (by relative path), so `scan --compile` scans each once."""
+    from a scan of the same tree (by relative path), so `scan --compile` scans each once.
+    `rocm`: the ROCm release the built-in translation is written for (`_sync` warp
+    builtins, library header paths, hipBLAS names); default: the installed hipcc's, so
+    what is built is what that compiler can build."""
     if engine not in (*ENGINES, "none"):
         raise CompileError(f"unknown engine {engine!r}")
     if engine not in ("builtin", "none") and find_tool(engine) is None:
@@ -1154,6 +1181,7 @@ def compile_tree(
     command_line = inputs.command_line_flags()
     toolchain = find_toolchain(hipcc)
     buildable, lacking = parse_archs(archs, toolchain)
+    spelling = _spelling_for(rocm, toolchain)
     root = Path(path)
     if not root.exists():
         raise CompileError(f"path does not exist: {root}")
@@ -1163,7 +1191,7 @@ def compile_tree(
     with tempfile.TemporaryDirectory(prefix="portcheck-compile-") as scratch:
         out = Path(scratch)
         units, findings_by_path, names = _translate_tree(
-            root, out, engine, exclude, report, scans or {}
+            root, out, engine, exclude, report, scans or {}, spelling
         )
         extra_dirs = [*map(Path, include_dirs), *project_include_dirs(base)]
         for unit in units:
