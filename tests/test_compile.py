@@ -258,3 +258,19 @@ def test_compile_for_the_chosen_gpu_and_what_the_toolchain_lacks(tmp_path):
     assert rdna2.returncode == 0 and "gfx1030" in rdna2.stdout
     neither = run_portcheck("compile", str(tmp_path))
     assert neither.returncode == 2 and "--offload-arch" in neither.stderr
+
+
+def test_a_projects_vector_operators_do_not_clash_with_hips(tmp_path):
+    """`operator+=(float4&, float4)` in a helper header and HIP's own member operator make
+    `acc[i] += value` ambiguous; the translation writes the helper's as a template (it
+    loses the tie to HIP's, which does the same) and the kernel builds."""
+    shutil.copytree(COMPILE_FIXTURES / "vector_ops", tmp_path / "vector_ops")
+    (result,) = compile_tree(tmp_path / "vector_ops", "gfx90a").results
+    assert result.ok, (result.explanation, result.diagnostics)
+    translated = run_portcheck(
+        "translate", str(tmp_path / "vector_ops"), "-o", str(tmp_path / "out"), "--rocm", "5.2"
+    )
+    assert translated.returncode == 0, translated.stderr
+    header = (tmp_path / "out" / "vec_math.h").read_text().splitlines()
+    demoted = {n + 1 for n, line in enumerate(header) if line.startswith("template <typename")}
+    assert demoted == {10, 26, 30}  # +=, *= and -= on two vectors; not the scalar ones

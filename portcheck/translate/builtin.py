@@ -22,7 +22,7 @@ from portcheck.checks.device import ARCH_COMPARISON
 from portcheck.extract import ASM_NAME, LAUNCH_NAME
 from portcheck.filescan import FileScan, FileScanner
 from portcheck.model import Finding, Language, Status, Use
-from portcheck.translate.spelling import Spelling
+from portcheck.translate.spelling import HIP_VECTOR_TYPES, Spelling
 
 HIP_RUNTIME_HEADER = "hip/hip_runtime.h"
 HIP_RUNTIME_INCLUDE = re.compile(
@@ -222,6 +222,55 @@ def _own_header(use: Use, data: bytes, path: str, project_files: frozenset[str])
         return False
     folder = posixpath.dirname(path)
     return posixpath.normpath(posixpath.join(folder, use.name)) in project_files
+
+
+OPERATOR_NAME = re.compile(rb"\boperator\s*([-+*/%^|&<>=!]+)\s*\(")
+PARAMETER = re.compile(rb"^(?:const\s+)?(\w+)\s*(&?)\s*(?:const\s*)?(&?)\s*\w*$")
+DEMOTED = "template <typename = void> /* portcheck: HIP's vector types define this operator */ "
+
+
+def _vector_parameter(text: bytes) -> tuple[str, bool] | None:
+    """(vector type, taken by non-const reference) of one parameter, if it is a HIP
+    vector type (`float4 &a`, `const float4& b`, `float4 b`)."""
+    match = PARAMETER.match(b" ".join(text.split()))
+    if match is None or match.group(1).decode() not in HIP_VECTOR_TYPES:
+        return None
+    const = text.lstrip().startswith(b"const")
+    return match.group(1).decode(), bool(match.group(2) or match.group(3)) and not const
+
+
+def _vector_operator_demotions(
+    scan: FileScan, data: bytes, spelling: Spelling
+) -> list[tuple[int, int, str]]:
+    """A project's own `operator+=(float4&, float4)` (helper_math.h) next to HIP's member
+    of the same meaning makes `a += b` ambiguous. Written as a template with a default
+    argument, it loses every tie to HIP's operator and still serves any other call."""
+    edits = []
+    for function in scan.functions:
+        if not function.name.startswith("operator"):
+            continue
+        head = data[function.start : data.find(b"{", function.start, function.end)]
+        named = OPERATOR_NAME.search(head)
+        if named is None:
+            continue
+        operator = named.group(1).decode()
+        arguments = _call_arguments(data, function.start + named.end() - 1)
+        if arguments is None or len(arguments) != 2:
+            continue
+        first, second = (_vector_parameter(data[a:b]) for a, b in arguments)
+        if first is None or second is None or first[0] != second[0] or second[1]:
+            continue
+        if operator.endswith("=") and operator not in ("==", "!=", "<=", ">="):
+            same_type = first[1]  # the target by reference
+        else:
+            same_type = not first[1]
+        if not spelling.vector_operator_clashes(operator, same_type):
+            continue
+        before = data[max(0, function.start - 256) : function.start].rstrip()
+        if before.endswith((b">", DEMOTED.strip().encode())):
+            continue  # a template already, or translated before
+        edits.append((function.start, function.start, DEMOTED))
+    return edits
 
 
 def _line_at(data: bytes, offset: int) -> bytes:
@@ -486,6 +535,7 @@ def translate_source(
             replacements += 1
             edits += found
     edits = _without_deleted(edits)
+    edits += _vector_operator_demotions(scan, data, spelling)
     edits += _duplicate_includes(scan.uses, edits, data)
     marked = scan.findings
     if judge is not None:  # only what is a problem on the chosen GPU gets a marker

@@ -42,6 +42,35 @@ MASKLESS_WARP_BUILTINS = {
 CALL_FALLBACKS = {"__activemask": ("__ballot", "1")}
 
 
+# HIP's vector types (float4 = HIP_vector_type<float, 4>) bring operators of their own. A
+# project's helper (cuda-samples' helper_math.h) defining the same operator as a plain
+# function makes every use ambiguous. The compound assignments `x op= y` with a vector of
+# the same type are non-template members in every release (ROCm/hipamd rocm-5.0.0
+# include/hip/amd_detail/amd_hip_vector_types.h); `x * y` and `x / y` became non-template
+# friends in ROCm 5.6 (ROCm/clr rocm-5.6.0, same file; absent from hipamd rocm-5.5.0).
+VECTOR_MEMBER_OPERATORS = frozenset({"+=", "-=", "*=", "/=", "%=", "^=", "|=", "&=", ">>=", "<<="})
+VECTOR_FRIEND_OPERATORS = frozenset({"*", "/"})
+VECTOR_FRIENDS_SINCE = RocmRelease(5, 6)
+HIP_VECTOR_TYPES = frozenset(
+    f"{base}{width}"
+    for base in (
+        "char",
+        "uchar",
+        "short",
+        "ushort",
+        "int",
+        "uint",
+        "long",
+        "ulong",
+        "longlong",
+        "ulonglong",
+        "float",
+        "double",
+    )
+    for width in (1, 2, 3, 4)
+)
+
+
 class SpellingError(ValueError):
     """rules/translate/spellings.yaml is malformed; the message names the entry."""
 
@@ -127,6 +156,18 @@ class Spelling:
         """The mask-less builtin to write for a `_sync` warp builtin this release lacks."""
         plain = MASKLESS_WARP_BUILTINS.get(rule.cuda)
         return plain if plain is not None and self.lacks(rule) else None
+
+    def vector_operator_clashes(self, operator: str, binary_same_type: bool) -> bool:
+        """Does HIP's own operator `operator` on two vectors of one type clash with a
+        project's plain function for it in this release? (`binary_same_type`: the
+        function takes two vectors of one type, by value or const reference; for
+        compound assignments the first by reference.)"""
+        if not binary_same_type:
+            return False
+        if operator in VECTOR_MEMBER_OPERATORS:
+            return True
+        release = self.release if self.release is not None else VECTOR_FRIENDS_SINCE
+        return operator in VECTOR_FRIEND_OPERATORS and release >= VECTOR_FRIENDS_SINCE
 
     def call_fallback(self, rule: ApiRule) -> tuple[str, str] | None:
         """(callee, arguments) to write for a no-argument call this release lacks."""
