@@ -46,6 +46,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -212,12 +213,19 @@ def compile_side(side: Side, engine: str, jobs: int, timeout: float) -> dict[str
     }
 
 
-def run_pairs(pairs: list[Pair], engines: list[str], jobs: int, timeout: float) -> None:
+def run_pairs(
+    pairs: list[Pair],
+    engines: list[str],
+    jobs: int,
+    timeout: float,
+    save: Callable[[], None] = lambda: None,
+) -> None:
     for number, pair in enumerate(pairs, start=1):
         for engine in engines:
             side = pair.hip if engine == "none" else pair.cuda
             print(f"[{number}/{len(pairs)}] {pair.name} {engine}", file=sys.stderr, flush=True)
             pair.runs[engine] = compile_side(side, engine, jobs, timeout)
+        save()  # after every pair, so a long run can be summarised while it goes on
 
 
 # -- summary -------------------------------------------------------------------------------
@@ -348,15 +356,19 @@ def main() -> int:
             parser.error("give --set or --summary")
         if args.only:
             pairs = [p for p in pairs if args.only in p.name]
-        run_pairs(pairs, engines, args.jobs, args.timeout)
-        if args.json:
-            document = {
-                "schema": "portcheck.compile_pairs/1",
-                "set": args.set,
-                "engines": engines,
-                "pairs": [asdict(p) for p in pairs],
-            }
-            args.json.write_text(json.dumps(document, indent=1) + "\n")
+
+        def save() -> None:
+            if args.json:
+                done = [p for p in pairs if p.runs]
+                document = {
+                    "schema": "portcheck.compile_pairs/1",
+                    "set": args.set,
+                    "engines": engines,
+                    "pairs": [asdict(p) for p in done],
+                }
+                args.json.write_text(json.dumps(document, indent=1) + "\n")
+
+        run_pairs(pairs, engines, args.jobs, args.timeout, save)
     print_summary(summarise(pairs, engines), args.markdown)
     return 0
 

@@ -256,13 +256,16 @@ def _git(git_dir: Path, *args: str) -> bytes:
 class BuiltinEngine:
     name = "builtin"
 
-    def __init__(self) -> None:
+    def __init__(self, rocm: str | None = None) -> None:
         from portcheck.discover import classify_name
         from portcheck.filescan import FileScanner
         from portcheck.ruleset import default_rules
+        from portcheck.translate.spelling import Spelling
 
         self._classify = classify_name
-        self._scanner = FileScanner(default_rules())
+        rules = default_rules()
+        self._scanner = FileScanner(rules.at_rocm(rocm) if rocm else rules)
+        self._spelling = Spelling.for_release(rules.rocm_release(rocm) if rocm else None)
 
     def translate(self, path: Path) -> bytes:
         from portcheck.model import Language
@@ -272,7 +275,9 @@ class BuiltinEngine:
         if language is None or not language.is_source:
             language = Language.CUDA
         raw = path.read_bytes()
-        return translate_source(self._scanner, path.name, language, raw).text
+        return translate_source(
+            self._scanner, path.name, language, raw, spelling=self._spelling
+        ).text
 
 
 class HipifyPerlEngine:
@@ -299,8 +304,8 @@ class NoOpEngine:
         return path.read_bytes()
 
 
-def make_engine(name: str) -> BuiltinEngine | HipifyPerlEngine:
-    return BuiltinEngine() if name == "builtin" else HipifyPerlEngine()
+def make_engine(name: str, rocm: str | None = None) -> BuiltinEngine | HipifyPerlEngine:
+    return BuiltinEngine(rocm) if name == "builtin" else HipifyPerlEngine()
 
 
 # ------------------------------------------------------------------------ matching
@@ -470,10 +475,12 @@ class EngineRun:
     seconds: float = 0.0
 
 
-def run_engine(engine_name: str, tests: list[TestFile], jobs: int) -> EngineRun:
+def run_engine(
+    engine_name: str, tests: list[TestFile], jobs: int, rocm: str | None = None
+) -> EngineRun:
     from portcheck.translate.hipify import EngineError
 
-    engine = make_engine(engine_name)
+    engine = make_engine(engine_name, rocm)
     noop = NoOpEngine()
     run = EngineRun(engine_name)
     started = time.monotonic()
@@ -666,6 +673,58 @@ def print_report(
             print(f"  {count:>4}  {pair}")
 
 
+def default_mode(test: TestFile) -> bool:
+    """A test run the way hipify is run by default: no RUN-line option that changes the
+    output (--roc, --miopen, --use-hip-data-types, --hip-kernel-execution-syntax)."""
+    return not test.mapping_options and LAUNCH_OPTION not in test.options
+
+
+def default_mode_summary(run: EngineRun, tests: list[TestFile]) -> dict[str, object]:
+    """Directives matched and files passed in full, over the default-mode tests (every
+    directive of such a file, CHECK-NOT included, must pass for the file to count)."""
+    files = {t.relpath for t in tests if default_mode(t)}
+    by_file: dict[str, list[CheckResult]] = {}
+    for check in run.checks:
+        if check.file in files:
+            by_file.setdefault(check.file, []).append(check)
+    positive = [c for checks in by_file.values() for c in checks if c.kind != "CHECK-NOT"]
+    return {
+        "files": len(files),
+        "files_with_directives": len(by_file),
+        "directives": len(positive),
+        "matched": sum(c.matched for c in positive),
+        "files_fully_passed": sum(all(c.matched for c in checks) for checks in by_file.values()),
+        "failing_files": sorted(
+            (f, sum(not c.matched for c in checks))
+            for f, checks in by_file.items()
+            if not all(c.matched for c in checks)
+        ),
+    }
+
+
+def print_default_mode(runs: list[EngineRun], tests: list[TestFile], markdown: bool) -> None:
+    print("\nDefault-mode tests (no output-changing RUN-line option):\n")
+    if markdown:
+        print("| engine | files | directives matched | % | files fully passed |")
+        print("|---|---:|---:|---:|---:|")
+    for run in runs:
+        summary = default_mode_summary(run, tests)
+        matched, total = int(summary["matched"]), int(summary["directives"])  # type: ignore[call-overload]
+        cells = [
+            run.engine,
+            str(summary["files_with_directives"]),
+            f"{matched} / {total}",
+            _pct(matched, total).strip(),
+            str(summary["files_fully_passed"]),
+        ]
+        print("| " + " | ".join(cells) + " |" if markdown else "  ".join(cells))
+    for run in runs:
+        failing = default_mode_summary(run, tests)["failing_files"]
+        print(f"\n{run.engine}: default-mode files not fully passed (file, misses)")
+        for name, misses in failing:  # type: ignore[union-attr]
+            print(f"  {misses:>4}  {name}")
+
+
 def write_json(
     path: Path, runs: list[EngineRun], tests: list[TestFile], commit: str, limit: int
 ) -> None:
@@ -679,6 +738,7 @@ def write_json(
         "tests": [{"file": t.relpath, "family": t.family, "options": t.options} for t in tests],
         "default": summarise(runs, "default"),
         "option": summarise(runs, "option"),
+        "default_mode": {run.engine: default_mode_summary(run, tests) for run in runs},
         "runs": {
             run.engine: {
                 "seconds": round(run.seconds, 2),
@@ -724,6 +784,10 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="parallel hipify-perl processes")
     parser.add_argument("--markdown", action="store_true", help="print tables as Markdown")
     parser.add_argument("--only", help="only test files whose path contains this text")
+    parser.add_argument(
+        "--rocm",
+        help="the ROCm release the built-in engine writes for (HIPIFY 014177bc targets 6.x)",
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
     engines = args.engine or ["builtin"]
 
@@ -731,8 +795,9 @@ def main(argv: Iterable[str] | None = None) -> int:
         tests, commit = extract_tests(args.hipify.resolve(), args.rev, Path(scratch))
         if args.only:
             tests = [t for t in tests if args.only in t.relpath]
-        runs = [run_engine(engine, tests, args.jobs) for engine in engines]
+        runs = [run_engine(engine, tests, args.jobs, args.rocm) for engine in engines]
     print_report(runs, tests, commit, args.top, args.markdown)
+    print_default_mode(runs, tests, args.markdown)
     if args.json:
         write_json(args.json, runs, tests, commit, args.top)
         print(f"\nwrote {args.json}")

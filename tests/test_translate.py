@@ -56,7 +56,7 @@ def test_decoys_are_untouched_and_real_calls_translated():
 def test_every_preprocessor_branch_is_translated_and_arch_tests_are_marked():
     result = _translate_bytes(TRANSLATE_FIXTURES / "conditional.cu")
     text = result.text.decode()
-    assert "hipHostMalloc(&p, bytes);" in text  # the #ifdef USE_PINNED branch
+    assert "hipHostMalloc(&p, bytes, hipHostMallocDefault);" in text  # the #ifdef USE_PINNED branch
     assert "hipHostAlloc(&p, bytes, hipHostMallocDefault);" in text  # the #else branch
     assert "#if defined(__HIPCC__)" in text
     assert "#ifdef __HIP_DEVICE_COMPILE__" in text
@@ -406,3 +406,81 @@ def test_the_runtime_header_goes_outside_extern_c_and_own_headers_stay(tmp_path)
     text = (tmp_path / "out" / "util" / "cuda" / "cuda.cu").read_text()
     assert text.startswith("#include <hip/hip_runtime.h>\n#ifdef __cplusplus\nextern")
     assert '#include "cuda.h"' in text and "hipGetDeviceCount(&count);" in text
+
+
+def test_arguments_hip_needs_in_another_form(tmp_path):
+    """HIPIFY's transforming matchers, as byte edits on the call's own arguments: kernels
+    as `const void*`, symbols through HIP_SYMBOL, pinned allocations with their flag, a
+    null occupancy callback dropped; a project's own cast or a real callback is kept."""
+    text = _translated(
+        tmp_path,
+        "setup.cu",
+        "#include <cuda.h>\n#include <cuda_runtime.h>\n"
+        "__constant__ float coeffs[16];\n"
+        "__global__ void scale(float* x) { x[threadIdx.x] *= coeffs[0]; }\n"
+        "size_t smem(int block) { return block * sizeof(float); }\n"
+        "void setup(const float* h, void** pinned, CUfunction f, int* grid, int* block) {\n"
+        "    cudaFuncAttributes attr;\n"
+        "    CHECK(cudaFuncGetAttributes(&attr, scale));\n"
+        "    cudaFuncSetCacheConfig((const void*)scale, cudaFuncCachePreferL1);\n"
+        "    cudaMemcpyToSymbol(coeffs, h, sizeof(float) * 16);\n"
+        "    cudaMallocHost(pinned, 1 << 20);\n"
+        "    cuOccupancyMaxPotentialBlockSize(grid, block, f, NULL, 0, 256);\n"
+        "    cuOccupancyMaxPotentialBlockSize(grid, block, f, smem, 0, 256);\n"
+        "}\n",
+        rocm="5.2",
+    )
+    assert "CHECK(hipFuncGetAttributes(&attr, reinterpret_cast<const void*>(scale)));" in text
+    assert "hipFuncSetCacheConfig((const void*)scale, hipFuncCachePreferL1);" in text
+    assert "hipMemcpyToSymbol(HIP_SYMBOL(coeffs), h, sizeof(float) * 16);" in text
+    assert "hipHostMalloc(pinned, 1 << 20, hipHostMallocDefault);" in text
+    assert "hipModuleOccupancyMaxPotentialBlockSize(grid, block, f, 0, 256);" in text
+    assert "hipModuleOccupancyMaxPotentialBlockSize(grid, block, f, smem, 0, 256);" in text
+
+
+def test_renamed_hip_names_follow_the_release(tmp_path):
+    """HIP renamed its JIT options after ROCm 6.3 (HIPRTC_JIT_* -> hipJitOption*, in 6.4)
+    and spelled the PCI-domain attribute `...PciDomainID` through 6.2 at least."""
+    source = (
+        "#include <cuda.h>\n"
+        "int domain(CUdevice d) {\n"
+        "    int id = 0;\n"
+        "    cuDeviceGetAttribute(&id, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d);\n"
+        "    CUjit_option opts[] = {CU_JIT_MAX_REGISTERS};\n"
+        "    return id + (int)opts[0];\n"
+        "}\n"
+    )
+    old = _translated(tmp_path, "jit.cu", source, rocm="5.2")
+    assert "hipDeviceAttributePciDomainID" in old and "HIPRTC_JIT_MAX_REGISTERS" in old
+    new = _translated(tmp_path, "jit.cu", source, rocm="7.0")
+    assert "hipDeviceAttributePciDomainId" in new and "hipJitOptionMaxRegisters" in new
+
+
+def test_a_cu_file_gets_the_runtime_header_nvcc_would_give_it(tmp_path):
+    """nvcc includes cuda_runtime.h in every .cu file; the HIP one goes after a leading
+    `#pragma once` or inside the include guard."""
+    plain = _translated(tmp_path, "main.cu", "#pragma once\nint main() { return 0; }\n")
+    assert plain == "#pragma once\n#include <hip/hip_runtime.h>\nint main() { return 0; }\n"
+    guarded = _translated(
+        tmp_path,
+        "table.cuh",
+        "// lookup table\n#ifndef TABLE_CUH\n#define TABLE_CUH\n#include <cstdio>\n"
+        "__device__ int lookup(int i) { return i; }\n#endif\n",
+    )
+    assert guarded.startswith("// lookup table\n#ifndef TABLE_CUH\n#include <hip/hip_runtime.h>\n")
+
+
+def test_legacy_cublas_calls_are_left_for_a_person(tmp_path):
+    """The handle-less legacy API (cublas.h) has no hipBLAS twin: `cublasSscal(n, a, x, 1)`
+    renamed to hipBLAS's handle-taking function would be wrong; it stays."""
+    text = _translated(
+        tmp_path,
+        "legacy.cu",
+        '#include "cublas.h"\n'
+        "void scale(float* m, int n, float alpha) {\n"
+        "    cublasInit();\n"
+        "    cublasSscal(n, alpha, m, 1);\n"
+        "    cublasShutdown();\n"
+        "}\n",
+    )
+    assert "    cublasSscal(n, alpha, m, 1);" in text

@@ -22,6 +22,8 @@ from portcheck.checks.device import ARCH_COMPARISON
 from portcheck.extract import ASM_NAME, LAUNCH_NAME
 from portcheck.filescan import FileScan, FileScanner
 from portcheck.model import Finding, Language, Status, Use
+from portcheck.ruleset import default_rules
+from portcheck.translate.arguments import ARGUMENT_EDITS, argument_edits
 from portcheck.translate.spelling import HIP_VECTOR_TYPES, Spelling
 
 HIP_RUNTIME_HEADER = "hip/hip_runtime.h"
@@ -93,6 +95,8 @@ def _namespace_edit(use: Use, data: bytes) -> tuple[int, int, str] | None:
 # CUDA calls whose HIP name depends on how many arguments are passed.
 ARITY_RENAMES: dict[str, dict[int, str]] = {
     "cudaEventCreate": {2: "hipEventCreateWithFlags"},  # HIP's hipEventCreate takes one
+    # CUDA 12's (exec, graph, flags); HIP's hipGraphInstantiate is CUDA 11's five arguments.
+    "cudaGraphInstantiate": {3: "hipGraphInstantiateWithFlags"},
 }
 
 
@@ -212,6 +216,22 @@ def _launch_edits(use: Use, data: bytes) -> list[tuple[int, int, str]]:
         (start, start + opening.end(), "<<<"),
         (start + closing.start(), end, ">>>"),
     ]
+
+
+def _legacy_cublas(scan: FileScan) -> Callable[[str], bool] | None:
+    """In a file that includes the legacy cublas.h and not cublas_v2.h, `cublasSscal(n,
+    alpha, x, incx)` is the handle-less legacy API, which hipBLAS does not have: renamed,
+    it would call hipBLAS's handle-taking function with the wrong arguments. Such calls
+    (every cuBLAS function that has a `_v2` twin) stay as written, and the build says
+    what is left. None when the file uses the current API."""
+    headers = {u.name for u in scan.uses if u.kind == "header"}
+    if "cublas.h" not in headers or "cublas_v2.h" in headers:
+        return None
+    twins = {u.name for u in scan.uses if u.family == "cublas" and u.name.endswith("_v2")}
+    rules = default_rules()
+    return lambda name: (
+        name.startswith("cublas") and name not in twins and rules.lookup(name + "_v2") is not None
+    )
 
 
 def _own_header(use: Use, data: bytes, path: str, project_files: frozenset[str]) -> bool:
@@ -415,19 +435,31 @@ def _inside_braces(data: bytes, offset: int) -> bool:
     return depth > 0
 
 
+INCLUDE_GUARD = re.compile(rb"[ \t]*#[ \t]*ifndef[ \t]+(\w+)[ \t]*\r?\n")
+
+
 def _include_position(data: bytes) -> int:
-    """Where to add `#include <hip/hip_runtime.h>`: before the first #include (unless that
-    one is inside an `extern "C" {` or other block), else after the leading comments and
-    `#pragma once`."""
+    """Where to add `#include <hip/hip_runtime.h>`: first of all, as nvcc's implicit
+    include is: after the leading comments and a leading `#pragma once` or include
+    guard's `#ifndef` (so a header's include stays inside its guard); else before the
+    first #include (unless that one is inside an `extern "C" {` or other block)."""
+    offset = 0
+    lines = data.splitlines(keepends=True)
+    for line in lines:
+        text = line.strip()
+        if text and not text.startswith((b"//", b"/*", b"*")):
+            break
+        offset += len(line)
+    head = data[offset:]
+    if re.match(rb"[ \t]*#[ \t]*pragma[ \t]+once\b", head):
+        end = data.find(b"\n", offset)
+        return len(data) if end == -1 else end + 1
+    guard = INCLUDE_GUARD.match(head)
+    if guard and re.search(rb"^[ \t]*#[ \t]*define[ \t]+" + guard.group(1) + rb"\b", head, re.M):
+        return offset + guard.end()
     match = re.search(rb"^[ \t]*#[ \t]*include\b", data, re.MULTILINE)
     if match and not _inside_braces(data, match.start()):
         return match.start()
-    offset = 0
-    for line in data.splitlines(keepends=True):
-        text = line.strip()
-        if text and not text.startswith((b"//", b"/*", b"*", b"#pragma once")):
-            break
-        offset += len(line)
     return offset
 
 
@@ -449,13 +481,14 @@ HIP_HEADER_INCLUDE = re.compile(
 def _runtime_include_needed(text: bytes, scan: FileScan) -> bool:
     """True when hip/hip_runtime.h must be added: the file needs the runtime and does not
     include it, or includes another HIP header first (ROCm's cooperative-groups and
-    library headers expect the runtime header before them)."""
+    library headers expect the runtime header before them). A `.cu` file always needs
+    it: nvcc includes cuda_runtime.h in every one, and code relies on that."""
     runtime = HIP_RUNTIME_INCLUDE.search(text)
     if runtime is not None and _inside_braces(text, runtime.start()):
         runtime = None  # inside `extern "C" {`: one more at the top level comes first
     first_hip = HIP_HEADER_INCLUDE.search(text)
     if runtime is None:
-        return _needs_runtime(scan) or first_hip is not None
+        return _needs_runtime(scan) or first_hip is not None or scan.path.endswith(".cu")
     return first_hip is not None and first_hip.start() < runtime.start()
 
 
@@ -524,8 +557,11 @@ def translate_source(
     edits: list[tuple[int, int, str]] = []
     replacements = 0
     kept_guards = _arch_guards_kept(scan, data)
+    legacy_blas = _legacy_cublas(scan)
     for use in scan.uses:
         if use.span.start_byte in kept_guards or _own_header(use, data, path, project_files):
+            continue
+        if legacy_blas and use.kind == "function" and legacy_blas(use.name):
             continue
         found = _release_edits(use, data, spelling) or _launch_edits(use, data)
         if not found:
@@ -534,6 +570,10 @@ def translate_source(
         if found:
             replacements += 1
             edits += found
+            if use.name in ARGUMENT_EDITS:
+                arguments = _call_arguments(data, use.span.end_byte)
+                if arguments:
+                    edits += argument_edits(use.name, data, arguments, spelling.version_number())
     edits = _without_deleted(edits)
     edits += _vector_operator_demotions(scan, data, spelling)
     edits += _duplicate_includes(scan.uses, edits, data)

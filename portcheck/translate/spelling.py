@@ -136,6 +136,11 @@ class Spelling:
             release = parse_rocm_version(release)
         return cls(release)
 
+    def version_number(self) -> int:
+        """The release as HIP's APIs take a version (`hipGetProcAddress`): 6.3 -> 603."""
+        release = self.release or default_rules().newest_rocm() or RocmRelease(7, 0)
+        return release.major * 100 + release.minor
+
     def hip(self, rule: ApiRule) -> str | None:
         """What to write for `rule`'s CUDA name in this release."""
         if self.release is not None:
