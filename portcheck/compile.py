@@ -43,6 +43,7 @@ from portcheck.model import (
     Diagnostic,
     Finding,
     Skipped,
+    Status,
     Toolchain,
 )
 from portcheck.resources import cache_dir, data_dir, write_atomically
@@ -779,34 +780,115 @@ def _classify(
         result.finding_ids = sorted(related)
         return
     errors = [d for d in errors if id(d) not in newer]
-    _classify_code_errors(result, errors, by_line)
+    _classify_code_errors(result, errors, by_line, toolchain)
     if too_old:
         result.explanation += f" (also: {too_old})"
+
+
+def _include_roots(toolchain: Toolchain) -> list[Path]:
+    """Where the toolchain's ROCm headers live (hipcc's prefix, $ROCM_PATH, /opt/rocm)."""
+    roots = [Path(toolchain.hipcc).resolve().parent.parent / "include"]
+    for prefix in (os.environ.get("ROCM_PATH"), "/opt/rocm"):
+        if prefix:
+            roots.append(Path(prefix) / "include")
+    return [root for root in dict.fromkeys(roots) if root.is_dir()]
+
+
+def _installed_elsewhere(name: str, toolchain: Toolchain) -> str | None:
+    """`hiprand.h` when ROCm has it as `hiprand/hiprand.h`: the spelling it has."""
+    base = name.rsplit("/", 1)[-1]
+    top = base.removesuffix(".h").removesuffix(".hpp").split("_", 1)[0].lower()
+    for root in _include_roots(toolchain):
+        for candidate in (f"{top}/{base}", base):
+            if candidate != name and (root / candidate).is_file():
+                return candidate
+    return None
+
+
+def _missing_header(
+    result: CompileResult, name: str, here: list[Finding], toolchain: Toolchain
+) -> None:
+    """Class a `'name' file not found`. A ROCm library that is not installed is
+    missing-library, unless the line carries a hazard finding (installing rocWMMA does not
+    port `nvcuda::wmma`): then it is a port problem with the install hint. A library header
+    that is installed under another path is a translation to fix. A CUDA header with no
+    HIP counterpart (rules: hip null, unsupported: cooperative_groups/reduce.h) is a port
+    problem; one that has a counterpart and was left is untranslated CUDA."""
+    top = name.split("/", 1)[0].removesuffix(".h").removesuffix(".hpp").lower()
+    library = LIBRARY_PACKAGES.get(top) or LIBRARY_PACKAGES.get(top.split("_", 1)[0])
+    if library is not None:
+        spelled = _installed_elsewhere(name, toolchain)
+        if spelled is not None:
+            result.failure_class = "untranslated-cuda"
+            result.explanation = f"{name} is installed as {spelled} in this ROCm: include that"
+            return
+        install = f"the {library[0]} headers are not installed ({name}); install {library[1]}"
+        if here:
+            result.failure_class = "port-problem"
+            result.finding_ids = sorted({f.id for f in here})
+            found = "; ".join(sorted({f"{f.id} {f.slug}" for f in here}))
+            result.explanation = f"{found} (and {install})"
+            return
+        result.failure_class = "missing-library"
+        result.explanation = install
+        return
+    rule = default_rules().lookup(name)
+    if rule is not None and rule.hip is None and rule.status.hip is Status.UNSUPPORTED:
+        result.failure_class = "port-problem"
+        result.finding_ids = sorted({f.id for f in here})
+        why = f": {rule.notes.split(' | ')[0]}" if rule.notes else ""
+        result.explanation = (
+            f"{name} has no HIP counterpart{why}; the code that uses it needs a manual port"
+        )
+        return
+    if rule is not None or CUDA_HEADER_SHAPE.fullmatch(name):
+        result.failure_class = "untranslated-cuda"
+        result.explanation = f"a CUDA header is still included: {name}"
+        return
+    result.failure_class = "missing-dependency"
+    result.explanation = f"a header that is neither CUDA nor ROCm is missing: {name}"
+
+
+UNDECLARED = ("undeclared", "unknown type", "no template named", "was not declared")
+CUDA_BUILTIN_VARIABLES = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
+
+
+def _cuda_name_left(result: CompileResult, message: str) -> bool:
+    """An undeclared name that is CUDA's: left untranslated (`cudaFoo`, `__grid_constant__`,
+    a built-in variable without the HIP runtime header), or, when HIP has no equivalent
+    (rules: hip null, unsupported), a port problem."""
+    if not any(text in message for text in UNDECLARED):
+        return False
+    for name in QUOTED_NAME.findall(message):
+        if name in CUDA_BUILTIN_VARIABLES:
+            result.failure_class = "untranslated-cuda"
+            result.explanation = f"{name} is undeclared: the HIP runtime header is not included"
+            return True
+        rule = default_rules().lookup(name)
+        if rule is not None and rule.hip == name:
+            continue  # the same name in HIP (`__fadd_rd`): this ROCm lacks it, see below
+        if rule is not None and rule.hip is None and rule.status.hip is Status.UNSUPPORTED:
+            result.failure_class = "port-problem"
+            result.explanation = f"{name} has no HIP equivalent; the code needs a manual port"
+            return True
+        if rule is not None or CUDA_NAME_IN_MESSAGE.fullmatch(f"'{name}'"):
+            result.failure_class = "untranslated-cuda"
+            result.explanation = f"CUDA name left untranslated: {name}"
+            return True
+    return False
 
 
 def _classify_code_errors(
     result: CompileResult,
     errors: list[Diagnostic],
     by_line: dict[tuple[str, int], list[Finding]],
+    toolchain: Toolchain,
 ) -> None:
     for diagnostic in errors:
         header = MISSING_HEADER.search(diagnostic.message)
         if header:
-            name = header.group("header")
-            top = name.split("/", 1)[0].removesuffix(".h").removesuffix(".hpp").lower()
-            library = LIBRARY_PACKAGES.get(top)
-            if library is not None:
-                result.failure_class = "missing-library"
-                result.explanation = (
-                    f"the {library[0]} headers are not installed ({name}); install {library[1]}"
-                )
-                return
-            if CUDA_HEADER_SHAPE.fullmatch(name):
-                result.failure_class = "untranslated-cuda"
-                result.explanation = f"a CUDA header is still included: {name}"
-                return
-            result.failure_class = "missing-dependency"
-            result.explanation = f"a header that is neither CUDA nor ROCm is missing: {name}"
+            here = by_line.get((diagnostic.path, diagnostic.line), [])
+            _missing_header(result, header.group("header"), here, toolchain)
             return
     # A hazard finding on the failing line (in the unit or a header it includes) explains it.
     for diagnostic in errors:
@@ -819,10 +901,7 @@ def _classify_code_errors(
             result.explanation = "; ".join(sorted({f"{f.id} {f.slug}" for f in explained}))
             return
     for diagnostic in errors:
-        name = CUDA_NAME_IN_MESSAGE.search(diagnostic.message)
-        if name and ("undeclared" in diagnostic.message or "unknown type" in diagnostic.message):
-            result.failure_class = "untranslated-cuda"
-            result.explanation = f"CUDA name left untranslated: {name.group(1)}"
+        if _cuda_name_left(result, diagnostic.message):
             return
     for diagnostic in errors:
         quoted = QUOTED_NAME.search(diagnostic.message)
