@@ -1001,18 +1001,26 @@ class _Context:
     extra_dirs: list[Path]  # -I from the command line, then the project's include folders
     findings_by_path: dict[str, list[Finding]]
     units_by_path: dict[str, _Unit]
+    external: dict[Path, Path]  # an include folder outside the project -> its translation
     runner: _Runner
     inputs: _Inputs
     cache: bool
     key_parts: dict[str, object]  # the run-wide part of every cache key
 
     def mirrored(self, path: Path) -> Path | None:
-        """The translated copy's path for a path inside the project."""
+        """The translated copy's path for a path inside the project or inside an include
+        folder outside it that was translated too."""
+        resolved = path.resolve()
         try:
-            relative = path.resolve().relative_to(self.base.resolve())
+            return self.scratch / resolved.relative_to(self.base.resolve())
         except ValueError:
-            return None
-        return self.scratch / relative
+            pass
+        for folder, copy in self.external.items():
+            try:
+                return copy / resolved.relative_to(folder)
+            except ValueError:
+                continue
+        return None
 
     def flags_for(self, unit: _Unit) -> list[str]:
         """-std, macros, then include folders: the translated copy of each project folder
@@ -1206,6 +1214,56 @@ def _translate_tree(
     return units, findings_by_path, names
 
 
+EXTERNAL_FOLDER = ".portcheck-include"  # in the scratch tree: translated outside folders
+MAX_EXTERNAL_FILES = 2000  # an include folder larger than this is a library: not translated
+SYSTEM_FOLDERS = (Path("/usr"), Path("/opt/rocm"), Path("/opt/nvidia"), Path("/opt/cuda"))
+
+
+def _outside_include_folders(search: Sequence[Path], base: Path) -> list[Path]:
+    """Include folders outside the project that a translation must cover: the project's
+    own helpers kept elsewhere (`-I ../common`, cuda-samples' Common/). Not the CUDA
+    toolkit, not system or ROCm folders, not folders too large to be one project's."""
+    chosen: list[Path] = []
+    root = base.resolve()
+    for folder in search:
+        resolved = folder.resolve()
+        if not resolved.is_dir() or resolved == root or root in resolved.parents:
+            continue
+        if resolved in chosen or any(p in resolved.parents for p in chosen):
+            continue
+        if _is_cuda_toolkit_folder(str(resolved)):
+            continue
+        if any(resolved == s or s in resolved.parents for s in SYSTEM_FOLDERS):
+            continue
+        count = 0
+        for _, _, files in os.walk(resolved):
+            count += len(files)
+            if count > MAX_EXTERNAL_FILES:
+                break
+        if count <= MAX_EXTERNAL_FILES:
+            chosen.append(resolved)
+    return chosen
+
+
+def _translate_include_folders(
+    search: Sequence[Path], base: Path, out: Path, engine: str, spelling: Spelling
+) -> tuple[dict[Path, Path], list[_Unit]]:
+    """Translate the CUDA headers of include folders outside the project (`-I
+    ../Common`) into the scratch tree, so the project's includes find HIP there; each
+    folder -> its copy, and the translated files (their diagnostics name the original)."""
+    external: dict[Path, Path] = {}
+    units: list[_Unit] = []
+    for number, folder in enumerate(_outside_include_folders(search, base)):
+        copy = out / EXTERNAL_FOLDER / str(number)
+        scratch_report = CompileReport(Toolchain("", "", frozenset(), None), [])
+        translated, _, _ = _translate_tree(folder, copy, engine, (), scratch_report, {}, spelling)
+        for unit in translated:
+            unit.relpath = str(unit.source)
+        units += translated
+        external[folder] = copy
+    return external, units
+
+
 def _spelling_for(rocm: str | None, toolchain: Toolchain) -> Spelling:
     """The release to translate for: the one asked for, else the toolchain's own."""
     if rocm is not None:
@@ -1279,6 +1337,7 @@ def compile_tree(
             *extra_dirs,
             *{folder for flags in databases.values() for folder in flags.include_dirs()},
         ]
+        external, external_units = _translate_include_folders(search, base, out, engine, spelling)
         included = _included_sources(units, search, base)
         compiled = []
         for unit in units:
@@ -1302,7 +1361,8 @@ def compile_tree(
             command_line=command_line,
             extra_dirs=extra_dirs,
             findings_by_path=findings_by_path,
-            units_by_path={str(u.translated.resolve()): u for u in units},
+            units_by_path={str(u.translated.resolve()): u for u in (*units, *external_units)},
+            external=external,
             runner=_Runner(timeout),
             inputs=_Inputs(out),
             cache=cache,

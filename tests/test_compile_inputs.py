@@ -497,3 +497,29 @@ def test_scan_compile_fails_only_for_failures_in_the_code(tmp_path, hipcc, cache
     code = run_portcheck("scan", str(tmp_path / "rows"), *args, timeout=600)
     assert code.returncode == 1
     assert "failed for a reason in the code (first: bad.cu [gfx90a], other)" in code.stderr
+
+
+def test_cuda_headers_in_an_include_folder_outside_the_tree_are_translated(tmp_path, hipcc, cache):
+    """`-I ../shared` names the team's helpers kept beside the project (cuda-samples'
+    Common/): their CUDA is translated into the scratch tree like the project's own, the
+    originals are untouched, and an error in them names the original file."""
+    shared = _write(
+        tmp_path / "shared" / "check.cuh",
+        "#pragma once\n#include <cstdio>\n#include <cuda_runtime.h>\n"
+        "#define CHECK(call) do { cudaError_t e = (call); if (e != cudaSuccess) "
+        'std::printf("%s\\n", cudaGetErrorString(e)); } while (0)\n',
+    )
+    before = shared.read_bytes()
+    _write(
+        tmp_path / "app" / "scale.cu",
+        '#include "check.cuh"\n'
+        "__global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }\n"
+        "void run(float* d) { scale<<<1, 64>>>(d, 2.f); CHECK(cudaDeviceSynchronize()); }\n",
+    )
+    (result,) = compile_tree(tmp_path / "app", "gfx90a", include_dirs=[tmp_path / "shared"]).results
+    assert result.ok, (result.explanation, result.diagnostics)
+    assert shared.read_bytes() == before
+    _write(shared, before.decode() + "inline void broken() { undefined_helper(); }\n")
+    (failed,) = compile_tree(tmp_path / "app", "gfx90a", include_dirs=[tmp_path / "shared"]).results
+    assert not failed.ok and failed.diagnostics[0].path == str(shared.resolve())
+    assert failed.diagnostics[0].line == 5
