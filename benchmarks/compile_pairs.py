@@ -27,6 +27,9 @@ Usage (trees checked out under /tmp, never in this repository):
     PATH=/tmp/hipify-c/bin:$PATH HIP_PLATFORM=amd python benchmarks/compile_pairs.py \
         --set hecbench --root /tmp/t20/hecbench/src --sample 100 --seed 20 \
         --json /tmp/t20/pairs_hecbench.json -j 2
+    ... --set rodinia --rodinia-hip /tmp/t20/hipex/rodinia_3.0/hip \
+        --rodinia-cuda /tmp/t20/hipex/rodinia_3.0/cuda --rodinia-cuda /tmp/t20/rodinia-yuhc/cuda \
+        --cuda-include /tmp/cuda-samples/Common --json /tmp/t20/pairs_rodinia.json -j 2
     python benchmarks/compile_pairs.py --summary /tmp/t20/pairs_hecbench.json --markdown
 
 Each `portcheck compile` run goes through the command line of the portcheck found on
@@ -325,6 +328,13 @@ def main() -> int:
     parser.add_argument(
         "--rodinia-cuda", type=Path, action="append", default=[], help="CUDA trees, in order"
     )
+    parser.add_argument(
+        "--cuda-include",
+        type=Path,
+        action="append",
+        default=[],
+        help="an -I folder for every CUDA side (Rodinia's Makefiles: the CUDA SDK's common/inc)",
+    )
     parser.add_argument("--engine", action="append", choices=ENGINES)
     parser.add_argument("--only", help="only pairs whose name contains this")
     parser.add_argument("-j", "--jobs", type=int, default=2)
@@ -356,6 +366,8 @@ def main() -> int:
             parser.error("give --set or --summary")
         if args.only:
             pairs = [p for p in pairs if args.only in p.name]
+        for pair in pairs:
+            pair.cuda.includes += [str(folder.resolve()) for folder in args.cuda_include]
 
         def save() -> None:
             if args.json:
