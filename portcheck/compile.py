@@ -55,7 +55,7 @@ from portcheck.translate.spelling import Spelling
 
 SCHEMA = COMPILE_SCHEMA
 # Bump when the cache entry's layout, diagnostics mapping or classification changes.
-CACHE_FORMAT = "portcheck.compile-cache/3"
+CACHE_FORMAT = "portcheck.compile-cache/4"
 TIMEOUT_SECONDS = 300.0  # per unit and target; a big unit builds in well under a minute
 KILL_GRACE_SECONDS = 2.0  # SIGTERM first (clang removes its temporaries), then SIGKILL
 DEFAULT_STD = "c++17"  # nvcc's default dialect since CUDA 11 with GCC >= 11; hipcc's is C++14
