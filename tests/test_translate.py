@@ -484,3 +484,18 @@ def test_legacy_cublas_calls_are_left_for_a_person(tmp_path):
         "}\n",
     )
     assert "    cublasSscal(n, alpha, m, 1);" in text
+
+
+def test_the_register_keyword_clang_rejects_in_cxx17_goes(tmp_path):
+    text = _translated(
+        tmp_path,
+        "rates.cu",
+        "// register pressure is what this kernel is about\n"
+        "__global__ void rates(const float* t, float* out) {\n"
+        "    const register float temp = t[threadIdx.x];\n"
+        '    const char* unit = "register";\n'
+        "    out[threadIdx.x] = temp * unit[0];\n"
+        "}\n",
+    )
+    assert "    const float temp = t[threadIdx.x];" in text
+    assert "// register pressure" in text and '"register"' in text

@@ -218,6 +218,27 @@ def _launch_edits(use: Use, data: bytes) -> list[tuple[int, int, str]]:
     ]
 
 
+REGISTER_OR_SKIPPED = re.compile(
+    rb"//[^\n]*|/\*.*?(?:\*/|$)|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'|"
+    rb"(?<![\w$])register\b[ \t]*",
+    re.DOTALL,
+)
+
+
+def _register_removals(data: bytes) -> list[tuple[int, int, str]]:
+    """C++17 has no `register` storage class: nvcc's host compiler only warns, clang (hipcc)
+    stops. The keyword has had no effect for decades, so it goes, in C files too (hipcc
+    builds them as HIP C++; and in C dropping it only allows taking an address). Comments
+    and strings are skipped; it is a reserved word, never a name."""
+    if b"register" not in data:
+        return []
+    return [
+        (match.start(), match.end(), "")
+        for match in REGISTER_OR_SKIPPED.finditer(data)
+        if match.group().startswith(b"register")
+    ]
+
+
 def _legacy_cublas(scan: FileScan) -> Callable[[str], bool] | None:
     """In a file that includes the legacy cublas.h and not cublas_v2.h, `cublasSscal(n,
     alpha, x, incx)` is the handle-less legacy API, which hipBLAS does not have: renamed,
@@ -576,6 +597,7 @@ def translate_source(
                     edits += argument_edits(use.name, data, arguments, spelling.version_number())
     edits = _without_deleted(edits)
     edits += _vector_operator_demotions(scan, data, spelling)
+    edits += _register_removals(data)
     edits += _duplicate_includes(scan.uses, edits, data)
     marked = scan.findings
     if judge is not None:  # only what is a problem on the chosen GPU gets a marker
