@@ -49,7 +49,7 @@ from portcheck.model import (
 from portcheck.resources import cache_dir, data_dir, write_atomically
 from portcheck.rocm import RocmRelease
 from portcheck.ruleset import default_rules, load_yaml
-from portcheck.translate.builtin import Translation, translate_source
+from portcheck.translate.builtin import ProjectFiles, Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
 from portcheck.translate.spelling import Spelling
 
@@ -1142,16 +1142,21 @@ def _translate_tree(
     report: CompileReport,
     scans: Mapping[str, FileScan],
     spelling: Spelling,
+    also_found: Sequence[str] = (),
 ) -> tuple[list[_Unit], dict[str, list[Finding]], list[str]]:
     """Translate every CUDA source under `root` into `out` (plain C/C++ files are copied so
     that includes resolve); returns the units, their hazard findings and every file name.
-    A file in `scans` (a scan's results, by relative path) is not scanned again."""
+    A file in `scans` (a scan's results, by relative path) is not scanned again.
+    `also_found`: files the includes can reach outside `root` (relative to their include
+    folder), so an include of one of them is the project's, not a CUDA header."""
     scanner = FileScanner(default_rules())
     units: list[_Unit] = []
     findings_by_path: dict[str, list[Finding]] = {}
     names: list[str] = []
     found = list(discover(root, exclude))
-    project_files = frozenset(item.relpath for item in found if not isinstance(item, Skipped))
+    project_files = ProjectFiles.of(
+        [*(item.relpath for item in found if not isinstance(item, Skipped)), *also_found]
+    )
     for item in found:
         if isinstance(item, Skipped):
             report.skipped.append(item)
@@ -1245,18 +1250,34 @@ def _outside_include_folders(search: Sequence[Path], base: Path) -> list[Path]:
     return chosen
 
 
+def _files_under(folders: Sequence[Path]) -> list[str]:
+    """Every file under the folders, relative to its folder, with "/"."""
+    found = []
+    for folder in folders:
+        for parent, _, files in os.walk(folder):
+            relative = Path(parent).relative_to(folder).as_posix()
+            found += [name if relative == "." else f"{relative}/{name}" for name in files]
+    return found
+
+
 def _translate_include_folders(
-    search: Sequence[Path], base: Path, out: Path, engine: str, spelling: Spelling
+    folders: Sequence[Path],
+    out: Path,
+    engine: str,
+    spelling: Spelling,
+    also_found: Sequence[str],
 ) -> tuple[dict[Path, Path], list[_Unit]]:
     """Translate the CUDA headers of include folders outside the project (`-I
     ../Common`) into the scratch tree, so the project's includes find HIP there; each
     folder -> its copy, and the translated files (their diagnostics name the original)."""
     external: dict[Path, Path] = {}
     units: list[_Unit] = []
-    for number, folder in enumerate(_outside_include_folders(search, base)):
+    for number, folder in enumerate(folders):
         copy = out / EXTERNAL_FOLDER / str(number)
         scratch_report = CompileReport(Toolchain("", "", frozenset(), None), [])
-        translated, _, _ = _translate_tree(folder, copy, engine, (), scratch_report, {}, spelling)
+        translated, _, _ = _translate_tree(
+            folder, copy, engine, (), scratch_report, {}, spelling, also_found
+        )
         for unit in translated:
             unit.relpath = str(unit.source)
         units += translated
@@ -1327,17 +1348,21 @@ def compile_tree(
     databases = _databases(inputs, base, report, search=root.is_dir())
     with tempfile.TemporaryDirectory(prefix="portcheck-compile-") as scratch:
         out = Path(scratch)
-        units, findings_by_path, names = _translate_tree(
-            root, out, engine, exclude, report, scans or {}, spelling
-        )
         extra_dirs = [*map(Path, include_dirs), *project_include_dirs(base)]
-        for unit in units:
-            unit.flags = databases.get(unit.source)
         search = [
             *extra_dirs,
             *{folder for flags in databases.values() for folder in flags.include_dirs()},
         ]
-        external, external_units = _translate_include_folders(search, base, out, engine, spelling)
+        outside = _outside_include_folders(search, base)
+        outside_files = _files_under(outside)
+        units, findings_by_path, names = _translate_tree(
+            root, out, engine, exclude, report, scans or {}, spelling, outside_files
+        )
+        for unit in units:
+            unit.flags = databases.get(unit.source)
+        external, external_units = _translate_include_folders(
+            outside, out, engine, spelling, [*names, *outside_files]
+        )
         included = _included_sources(units, search, base)
         compiled = []
         for unit in units:

@@ -501,3 +501,31 @@ def test_the_register_keyword_clang_rejects_in_cxx17_goes(tmp_path):
     )
     assert "    const float temp = t[threadIdx.x];" in text
     assert "// register pressure" in text and '"register"' in text
+
+
+def test_a_helper_header_the_project_has_is_kept_and_translated(tmp_path):
+    """HIPIFY's table maps cuda-samples' helper_cuda.h to hip_runtime_api.h, for code that
+    lacks it; a project that has its own helper_cuda.h keeps the include (its
+    checkCudaErrors is needed) and the helper is translated like any file."""
+    from portcheck.translate import translate
+
+    project = tmp_path / "sample"
+    (project / "common").mkdir(parents=True)
+    (project / "common" / "helper_cuda.h").write_text(
+        "#pragma once\n#include <cstdio>\n#include <cuda_runtime.h>\n"
+        "#define checkCudaErrors(call) do { cudaError_t e = (call); "
+        'if (e) std::printf("%s\\n", cudaGetErrorString(e)); } while (0)\n'
+    )
+    (project / "vector_add.cu").write_text(
+        "#include <helper_cuda.h>\n"
+        "__global__ void add(const float* a, float* b) { b[threadIdx.x] += a[threadIdx.x]; }\n"
+        "void run(float* a, float* b) { add<<<1, 32>>>(a, b); "
+        "checkCudaErrors(cudaDeviceSynchronize()); }\n"
+    )
+    translate(project, tmp_path / "out")
+    unit = (tmp_path / "out" / "vector_add.cu").read_text()
+    assert "#include <helper_cuda.h>" in unit and "checkCudaErrors(hipDeviceSynchronize())" in unit
+    helper = (tmp_path / "out" / "common" / "helper_cuda.h").read_text()
+    assert "hipGetErrorString(e)" in helper
+    alone = _translated(tmp_path, "lone.cu", "#include <helper_cuda.h>\nint main() { return 0; }\n")
+    assert "#include <hip/hip_runtime_api.h>" in alone

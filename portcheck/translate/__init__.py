@@ -32,7 +32,7 @@ from portcheck.paths import display_path
 from portcheck.resources import replace_file
 from portcheck.ruleset import RuleSet, default_rules
 from portcheck.target import TargetProfile
-from portcheck.translate.builtin import Translation, translate_source
+from portcheck.translate.builtin import ProjectFiles, Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
 from portcheck.translate.spelling import Spelling
 from portcheck.translate.tree import TreeFile, TreeLink, open_input, read_source, walk
@@ -332,7 +332,7 @@ def translate(
         writer = _SafeWriter(root)
 
     entries = list(_single_file(source) if single_file else walk(source, exclude))
-    project_files = frozenset(
+    project_files = ProjectFiles.of(
         e.relpath for e in entries if isinstance(e, TreeFile) and not single_file
     )
     total = sum(1 for e in entries if isinstance(e, TreeFile) and e.candidate is not None)
@@ -410,7 +410,7 @@ def _translate_file(
     compare: str | None,
     target: TargetProfile,
     spelling: Spelling,
-    project_files: frozenset[str],
+    project_files: ProjectFiles,
 ) -> FileResult:
     result = _translate_one(scanner, candidate, raw, engine, target, spelling, project_files)
     if compare is not None:
@@ -456,7 +456,7 @@ def _translate_one(
     engine: str,
     target: TargetProfile,
     spelling: Spelling,
-    project_files: frozenset[str] = frozenset(),
+    project_files: ProjectFiles | None = None,
 ) -> FileResult:
     if engine == "builtin":
         # The scanner hashes and prints the name: give it one that is always valid text.

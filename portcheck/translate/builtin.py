@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from portcheck.checks.device import ARCH_COMPARISON
-from portcheck.extract import ASM_NAME, LAUNCH_NAME
+from portcheck.extract import ASM_NAME, CUDA_HEADER_SHAPE, LAUNCH_NAME
 from portcheck.filescan import FileScan, FileScanner
 from portcheck.model import Finding, Language, Status, Use
 from portcheck.ruleset import default_rules
@@ -255,14 +255,34 @@ def _legacy_cublas(scan: FileScan) -> Callable[[str], bool] | None:
     )
 
 
-def _own_header(use: Use, data: bytes, path: str, project_files: frozenset[str]) -> bool:
-    """Is this a quoted include of a file the project has beside the includer?"""
-    if use.kind != "header" or not project_files:
+@dataclass(frozen=True)
+class ProjectFiles:
+    """The files of the tree being translated (relative, with "/"), and each one's tails
+    (`util/cuda/cuda.h` -> `cuda/cuda.h`, `cuda.h`), for telling a project's own header
+    from the CUDA one it shares a name with."""
+
+    paths: frozenset[str] = frozenset()
+    tails: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, paths: Iterable[str]) -> ProjectFiles:
+        listed = frozenset(paths)
+        tails = {path.split("/", k)[-1] for path in listed for k in range(path.count("/") + 1)}
+        return cls(listed, frozenset(tails))
+
+
+def _own_header(use: Use, data: bytes, path: str, project: ProjectFiles) -> bool:
+    """Is this include one of the project's own files? A quoted include of a file beside
+    the includer (b+tree's own util/cuda/cuda.h), or a header that is not the CUDA
+    toolkit's and that the project has (cuda-samples' helper_cuda.h, which HIPIFY's table
+    maps to hip_runtime_api.h for projects without it)."""
+    if use.kind != "header" or not project.paths:
         return False
-    if data[use.span.start_byte : use.span.start_byte + 1] != b'"':
-        return False
-    folder = posixpath.dirname(path)
-    return posixpath.normpath(posixpath.join(folder, use.name)) in project_files
+    if data[use.span.start_byte : use.span.start_byte + 1] == b'"':
+        folder = posixpath.dirname(path)
+        if posixpath.normpath(posixpath.join(folder, use.name)) in project.paths:
+            return True
+    return not CUDA_HEADER_SHAPE.fullmatch(use.name) and use.name in project.tails
 
 
 OPERATOR_NAME = re.compile(rb"\boperator\s*([-+*/%^|&<>=!]+)\s*\(")
@@ -557,7 +577,7 @@ def translate_source(
     scan: FileScan | None = None,
     judge: Callable[[Finding], Finding] | None = None,
     spelling: Spelling | None = None,
-    project_files: frozenset[str] = frozenset(),
+    project_files: ProjectFiles | None = None,
 ) -> Translation:
     """Translate one file's bytes to HIP (`scan`: these bytes' FileScan when a scan has
     made it already).
@@ -575,12 +595,13 @@ def translate_source(
 
     data, encoding = decode_source(raw)
     spelling = spelling if spelling is not None else Spelling()
+    project = project_files if project_files is not None else ProjectFiles()
     edits: list[tuple[int, int, str]] = []
     replacements = 0
     kept_guards = _arch_guards_kept(scan, data)
     legacy_blas = _legacy_cublas(scan)
     for use in scan.uses:
-        if use.span.start_byte in kept_guards or _own_header(use, data, path, project_files):
+        if use.span.start_byte in kept_guards or _own_header(use, data, path, project):
             continue
         if legacy_blas and use.kind == "function" and legacy_blas(use.name):
             continue
