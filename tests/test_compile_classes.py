@@ -107,18 +107,19 @@ def test_a_header_of_another_project_is_a_missing_dependency(tmp_path):
 
 
 def test_a_hip_signature_that_differs_from_cudas_is_a_hip_api_difference(tmp_path):
-    """cudaHostAlloc takes any `T**`; HIP's hipHostAlloc only `void**`."""
+    """CUDA's C++ API takes any `T**` for the device pointer of mapped memory; HIP's
+    hipHostGetDevicePointer only `void**`."""
     result = _build(
         tmp_path,
-        "staging.cu",
+        "zero_copy.cu",
         "#include <cuda_runtime.h>\n"
-        "int* pinned_ints(size_t n) {\n"
-        "  int* staging = nullptr;\n"
-        "  cudaHostAlloc(&staging, n * sizeof(int), cudaHostAllocPortable);\n"
-        "  return staging;\n}\n",
+        "float* mapped_view(float* host) {\n"
+        "  float* device = nullptr;\n"
+        "  cudaHostGetDevicePointer(&device, host, 0);\n"
+        "  return device;\n}\n",
     )
     assert result.failure_class == "hip-api-difference", result.explanation
-    assert "hipHostAlloc" in result.explanation
+    assert "hipHostGetDevicePointer" in result.explanation
 
 
 def test_a_mistake_in_the_code_itself_is_other(tmp_path):

@@ -56,8 +56,9 @@ def test_decoys_are_untouched_and_real_calls_translated():
 def test_every_preprocessor_branch_is_translated_and_arch_tests_are_marked():
     result = _translate_bytes(TRANSLATE_FIXTURES / "conditional.cu")
     text = result.text.decode()
-    assert "hipHostMalloc(&p, bytes, hipHostMallocDefault);" in text  # the #ifdef USE_PINNED branch
-    assert "hipHostAlloc(&p, bytes, hipHostMallocDefault);" in text  # the #else branch
+    # Both branches: #ifdef USE_PINNED (cudaMallocHost) and #else (cudaHostAlloc, whose HIP
+    # name is deprecated for hipHostMalloc).
+    assert text.count("hipHostMalloc(&p, bytes, hipHostMallocDefault);") == 2
     assert "#if defined(__HIPCC__)" in text
     assert "#ifdef __HIP_DEVICE_COMPILE__" in text
     # A numeric arch comparison has no HIP meaning: it stays, with a marker.
@@ -429,6 +430,9 @@ def test_arguments_hip_needs_in_another_form(tmp_path):
         "    cudaMallocHost(pinned, 1 << 20);\n"
         "    cuOccupancyMaxPotentialBlockSize(grid, block, f, NULL, 0, 256);\n"
         "    cuOccupancyMaxPotentialBlockSize(grid, block, f, smem, 0, 256);\n"
+        "    int* ints = nullptr;\n"
+        "    cudaHostAlloc(&ints, 64 * sizeof(int), cudaHostAllocMapped);\n"
+        "    cudaStreamWaitEvent(0, nullptr);\n"
         "}\n",
         rocm="5.2",
     )
@@ -438,6 +442,9 @@ def test_arguments_hip_needs_in_another_form(tmp_path):
     assert "hipHostMalloc(pinned, 1 << 20, hipHostMallocDefault);" in text
     assert "hipModuleOccupancyMaxPotentialBlockSize(grid, block, f, 0, 256);" in text
     assert "hipModuleOccupancyMaxPotentialBlockSize(grid, block, f, smem, 0, 256);" in text
+    # HIP deprecates hipHostAlloc for hipHostMalloc, which also takes an `int**`.
+    assert "hipHostMalloc(&ints, 64 * sizeof(int), hipHostMallocMapped);" in text
+    assert "hipStreamWaitEvent(0, nullptr, 0);" in text  # CUDA's default flags, written out
 
 
 def test_renamed_hip_names_follow_the_release(tmp_path):

@@ -66,6 +66,12 @@ CURATED_HEADERS = [
     ("nccl.h", "rccl.h"),
 ]
 CURATED_BF16 = [("cuda_bf16.h", "hip/hip_bfloat16.h")]
+# HIP's own deprecations that name the replacement, where the rules keep the deprecated
+# name: `DEPRECATED("use hipHostMalloc instead") hipError_t hipHostAlloc(void**, ...)`
+# (ROCm/HIP rocm-5.0.0 include/hip/hip_runtime_api.h). hipHostMalloc takes the same flags
+# (hipHostMalloc*, which the rules map cudaHostAlloc* to) and has the `T**` template
+# cudaHostAlloc has, so every release gets it.
+CURATED_REPLACEMENTS = [("cudaHostAlloc", "hipHostMalloc")]
 # HIP spelled this enumerator `...PciDomainID` up to ROCm 6.2.2 at least (ROCm/HIP
 # rocm-6.2.2 include/hip/hip_runtime_api.h; Debian's 5.2 headers); HIPIFY 0cd7efaf (HIP
 # 7.0) writes `...PciDomainId` but dates it 4.3, so the generated rule cannot see it.
@@ -91,6 +97,9 @@ SOURCES = {
     "hip_pci_domain_id": "{project: ROCm/HIP, ref: rocm-6.2.2, path: "
     "include/hip/hip_runtime_api.h, note: 'hipDeviceAttributePciDomainID; the Id spelling "
     "first in HIPIFY 0cd7efaf, whose newest HIP is 7.0'}",
+    "hip_deprecations": "{project: ROCm/HIP, ref: rocm-5.0.0, path: "
+    "include/hip/hip_runtime_api.h, note: 'hipHostAlloc is DEPRECATED with the message: use "
+    "hipHostMalloc instead'}",
     "hip_bfloat16": "{project: ROCm/HIP, ref: rocm-5.0.0, path: include/hip/hip_bfloat16.h, "
     "note: 'hip_bfloat16 in every release; __hip_bfloat16 and hip/hip_bf16.h from ROCm 5.7 "
     "(ROCm/clr rocm-5.7.0 hipamd/include/hip/amd_detail/amd_hip_bf16.h)'}",
@@ -221,6 +230,9 @@ def render(
         lines.append(
             f"- {{cuda: {cuda}, hip: {hip}, until: '{until}', source: [hip_pci_domain_id]}}"
         )
+    lines.append("# HIP's replacement for a name it deprecated")
+    for cuda, hip in CURATED_REPLACEMENTS:
+        lines.append(f"- {{cuda: {cuda}, hip: {hip}, source: [hip_deprecations]}}")
     lines.append("# Library headers before the ROCm 5.2 reorganisation")
     for cuda, hip in CURATED_HEADERS:
         lines.append(f"- {{cuda: {cuda}, hip: {hip}, until: '5.2', source: [rocm_fhs]}}")

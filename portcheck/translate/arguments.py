@@ -14,7 +14,10 @@ those of HIPIFY's transforming matchers (ROCm/HIPIFY 014177bc, src/HipifyAction.
   in HIP: the argument goes when it is a null pointer (HIPIFY drops any; portcheck keeps a
   real callback, whose loss would change the answer, and the build says so);
 * `cudaGetDriverEntryPoint(sym, &fn, flags, &status)` is `hipGetProcAddress(sym, &fn,
-  VERSION, flags, &status)`, VERSION the HIP release written as major*100+minor.
+  VERSION, flags, &status)`, VERSION the HIP release written as major*100+minor;
+* CUDA's default arguments HIP lacks are written out: `flags` of `cudaStreamWaitEvent` and
+  `cudaMalloc3DArray` (`__dv(0)` in CUDA's cuda_runtime_api.h; no default in ROCm 5.2's
+  hip_runtime_api.h). HIPIFY leaves these, and the build fails.
 
 Every edit is made on the spans of the call's own top-level arguments (the parser found the
 call; `_call_arguments` splits its parentheses), so an argument that is itself a call or a
@@ -63,6 +66,9 @@ ARGUMENT_EDITS: dict[str, tuple[ArgumentEdit, ...]] = {
     "cuOccupancyMaxPotentialBlockSize": (ArgumentEdit("drop-null", 3),),
     "cuOccupancyMaxPotentialBlockSizeWithFlags": (ArgumentEdit("drop-null", 3),),
     "cudaGetDriverEntryPoint": (ArgumentEdit("insert", 2, "{version}"),),
+    # CUDA declares `unsigned int flags __dv(0)`; HIP's have no default (ROCm 5.2 headers).
+    "cudaStreamWaitEvent": (ArgumentEdit("append", 2, "0"),),
+    "cudaMalloc3DArray": (ArgumentEdit("append", 3, "0"),),
 }
 
 Spans = list[tuple[int, int]]

@@ -143,9 +143,11 @@ class Spelling:
 
     def hip(self, rule: ApiRule) -> str | None:
         """What to write for `rule`'s CUDA name in this release."""
-        if self.release is not None:
-            for spelled in self._table.get(rule.cuda, ()):
-                if spelled.holds(self.release):
+        spellings = self._table.get(rule.cuda)
+        if spellings:
+            release = self.release or default_rules().newest_rocm()
+            for spelled in spellings:
+                if release is not None and spelled.holds(release):
                     return spelled.hip
         return rule.hip
 
