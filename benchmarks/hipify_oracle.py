@@ -256,13 +256,16 @@ def _git(git_dir: Path, *args: str) -> bytes:
 class BuiltinEngine:
     name = "builtin"
 
-    def __init__(self) -> None:
+    def __init__(self, rocm: str | None = None) -> None:
         from portcheck.discover import classify_name
         from portcheck.filescan import FileScanner
         from portcheck.ruleset import default_rules
+        from portcheck.translate.spelling import Spelling
 
         self._classify = classify_name
-        self._scanner = FileScanner(default_rules())
+        rules = default_rules()
+        self._scanner = FileScanner(rules.at_rocm(rocm) if rocm else rules)
+        self._spelling = Spelling.for_release(rules.rocm_release(rocm) if rocm else None)
 
     def translate(self, path: Path) -> bytes:
         from portcheck.model import Language
@@ -272,7 +275,9 @@ class BuiltinEngine:
         if language is None or not language.is_source:
             language = Language.CUDA
         raw = path.read_bytes()
-        return translate_source(self._scanner, path.name, language, raw).text
+        return translate_source(
+            self._scanner, path.name, language, raw, spelling=self._spelling
+        ).text
 
 
 class HipifyPerlEngine:
@@ -299,8 +304,8 @@ class NoOpEngine:
         return path.read_bytes()
 
 
-def make_engine(name: str) -> BuiltinEngine | HipifyPerlEngine:
-    return BuiltinEngine() if name == "builtin" else HipifyPerlEngine()
+def make_engine(name: str, rocm: str | None = None) -> BuiltinEngine | HipifyPerlEngine:
+    return BuiltinEngine(rocm) if name == "builtin" else HipifyPerlEngine()
 
 
 # ------------------------------------------------------------------------ matching
@@ -470,10 +475,12 @@ class EngineRun:
     seconds: float = 0.0
 
 
-def run_engine(engine_name: str, tests: list[TestFile], jobs: int) -> EngineRun:
+def run_engine(
+    engine_name: str, tests: list[TestFile], jobs: int, rocm: str | None = None
+) -> EngineRun:
     from portcheck.translate.hipify import EngineError
 
-    engine = make_engine(engine_name)
+    engine = make_engine(engine_name, rocm)
     noop = NoOpEngine()
     run = EngineRun(engine_name)
     started = time.monotonic()
@@ -666,6 +673,112 @@ def print_report(
             print(f"  {count:>4}  {pair}")
 
 
+# Expectations that encode a HIPIFY convention portcheck does not follow on purpose:
+# - a library header on its flat path (`hipblas.h`): ROCm 5.2 moved it to `hipblas/` and
+#   ROCm 6.0 removed the old path, so portcheck writes `hipblas/hipblas.h`;
+# - hipDNN, a retired library: portcheck maps cuDNN to MIOpen (the --miopen tests);
+# - a CUDA name inside a string literal: portcheck never edits strings or comments.
+FLAT_LIBRARY_HEADER = re.compile(
+    r'#include\s*[<"](?:hipblas|hipsparse|hiprand|hipfft|hipsolver|hipblaslt|rccl)\w*\.h[>"]'
+)
+HIPDNN = re.compile(r"hipdnn|HIPDNN|hipDNN")
+STRING_LITERAL = re.compile(r'"(?:\\.|[^"\\])*"')
+
+
+def deliberate_difference(check: CheckResult) -> str | None:
+    """The convention a directive encodes that portcheck rejects on purpose, or None."""
+    if FLAT_LIBRARY_HEADER.search(check.pattern):
+        return "flat library header"
+    if HIPDNN.search(check.pattern):
+        return "hipDNN"
+    pattern, source = normalise(check.pattern), normalise(check.source)
+    if pattern.startswith("#"):
+        return None  # a quoted include is a header name, not a string
+    unquoted = STRING_LITERAL.sub('""', pattern)
+    if '"' in pattern and pattern != source and unquoted == STRING_LITERAL.sub('""', source):
+        return "string literal"
+    return None
+
+
+def default_mode(test: TestFile) -> bool:
+    """A test run the way hipify is run by default: no RUN-line option that changes the
+    output (--roc, --miopen, --use-hip-data-types, --hip-kernel-execution-syntax)."""
+    return not test.mapping_options and LAUNCH_OPTION not in test.options
+
+
+def default_mode_summary(run: EngineRun, tests: list[TestFile]) -> dict[str, object]:
+    """Directives matched and files passed in full, over the default-mode tests (every
+    directive of such a file, CHECK-NOT included, must pass for the file to count)."""
+    files = {t.relpath for t in tests if default_mode(t)}
+    by_file: dict[str, list[CheckResult]] = {}
+    for check in run.checks:
+        if check.file in files:
+            by_file.setdefault(check.file, []).append(check)
+    positive = [c for checks in by_file.values() for c in checks if c.kind != "CHECK-NOT"]
+    kept = [c for c in positive if deliberate_difference(c) is None]
+    kept_files = {
+        f: [c for c in checks if deliberate_difference(c) is None] for f, checks in by_file.items()
+    }
+    return {
+        "without_deliberate_differences": {
+            "directives": len(kept),
+            "matched": sum(c.matched for c in kept),
+            "files_fully_passed": sum(all(c.matched for c in v) for v in kept_files.values()),
+            "excluded": dict(
+                Counter(
+                    reason for c in positive if (reason := deliberate_difference(c)) is not None
+                )
+            ),
+        },
+        "files": len(files),
+        "files_with_directives": len(by_file),
+        "directives": len(positive),
+        "matched": sum(c.matched for c in positive),
+        "files_fully_passed": sum(all(c.matched for c in checks) for checks in by_file.values()),
+        "failing_files": sorted(
+            (f, sum(not c.matched for c in checks))
+            for f, checks in by_file.items()
+            if not all(c.matched for c in checks)
+        ),
+    }
+
+
+def print_default_mode(runs: list[EngineRun], tests: list[TestFile], markdown: bool) -> None:
+    print("\nDefault-mode tests (no output-changing RUN-line option):\n")
+    if markdown:
+        print("| engine | files | directives matched | % | files fully passed |")
+        print("|---|---:|---:|---:|---:|")
+    for run in runs:
+        summary = default_mode_summary(run, tests)
+        matched, total = int(summary["matched"]), int(summary["directives"])  # type: ignore[call-overload]
+        cells = [
+            run.engine,
+            str(summary["files_with_directives"]),
+            f"{matched} / {total}",
+            _pct(matched, total).strip(),
+            str(summary["files_fully_passed"]),
+        ]
+        print("| " + " | ".join(cells) + " |" if markdown else "  ".join(cells))
+    print("\nThe same, without the directives that encode a convention portcheck rejects:\n")
+    for run in runs:
+        other = default_mode_summary(run, tests)["without_deliberate_differences"]
+        assert isinstance(other, dict)
+        matched, total = int(other["matched"]), int(other["directives"])
+        cells = [
+            run.engine,
+            f"{matched} / {total}",
+            _pct(matched, total).strip(),
+            str(other["files_fully_passed"]),
+            "excluded: " + ", ".join(f"{k} {v}" for k, v in sorted(other["excluded"].items())),
+        ]
+        print("| " + " | ".join(cells) + " |" if markdown else "  ".join(cells))
+    for run in runs:
+        failing = default_mode_summary(run, tests)["failing_files"]
+        print(f"\n{run.engine}: default-mode files not fully passed (file, misses)")
+        for name, misses in failing:  # type: ignore[union-attr]
+            print(f"  {misses:>4}  {name}")
+
+
 def write_json(
     path: Path, runs: list[EngineRun], tests: list[TestFile], commit: str, limit: int
 ) -> None:
@@ -679,6 +792,7 @@ def write_json(
         "tests": [{"file": t.relpath, "family": t.family, "options": t.options} for t in tests],
         "default": summarise(runs, "default"),
         "option": summarise(runs, "option"),
+        "default_mode": {run.engine: default_mode_summary(run, tests) for run in runs},
         "runs": {
             run.engine: {
                 "seconds": round(run.seconds, 2),
@@ -724,6 +838,10 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2, help="parallel hipify-perl processes")
     parser.add_argument("--markdown", action="store_true", help="print tables as Markdown")
     parser.add_argument("--only", help="only test files whose path contains this text")
+    parser.add_argument(
+        "--rocm",
+        help="the ROCm release the built-in engine writes for (HIPIFY 014177bc targets 6.x)",
+    )
     args = parser.parse_args(list(argv) if argv is not None else None)
     engines = args.engine or ["builtin"]
 
@@ -731,8 +849,9 @@ def main(argv: Iterable[str] | None = None) -> int:
         tests, commit = extract_tests(args.hipify.resolve(), args.rev, Path(scratch))
         if args.only:
             tests = [t for t in tests if args.only in t.relpath]
-        runs = [run_engine(engine, tests, args.jobs) for engine in engines]
+        runs = [run_engine(engine, tests, args.jobs, args.rocm) for engine in engines]
     print_report(runs, tests, commit, args.top, args.markdown)
+    print_default_mode(runs, tests, args.markdown)
     if args.json:
         write_json(args.json, runs, tests, commit, args.top)
         print(f"\nwrote {args.json}")

@@ -350,6 +350,7 @@ def scan_command(
             jobs=jobs,
             cache=not no_cache,
             scans=files,
+            rocm=options.target.rocm,
             **compile_inputs,
         )
         _say_if_toolchain_is_older(compiled, options.target)
@@ -592,6 +593,7 @@ def _run_compile(
     timeout: float = DEFAULT_COMPILE_TIMEOUT,
     scans: Mapping[str, FileScan] | None = None,
     only: tuple[str, ...] | None = None,
+    rocm: str | None = None,
 ) -> CompileReport:
     from portcheck.compile import CompileError, NoToolchainError, available_cpus, compile_tree
 
@@ -619,6 +621,7 @@ def _run_compile(
                 progress=progress,
                 scans=scans,
                 only=only,
+                rocm=rocm,
             )
     except CompileError as exc:
         stop_progress()
@@ -692,8 +695,9 @@ def compile_command(
     gpu: str | None,
 ) -> None:
     """Translate the CUDA under PATH and compile each unit with hipcc for each target.
-    Exit 0 when everything builds, 1 when something fails, 2 for a usage error, 3 when
-    hipcc is missing, 130 when interrupted."""
+    The translation is written for the installed hipcc's ROCm release unless --rocm (or
+    the project's `rocm` setting) names another. Exit 0 when everything builds, 1 when
+    something fails, 2 for a usage error, 3 when hipcc is missing, 130 when interrupted."""
     from portcheck.report.compile import render_compile
 
     target = _target_profile(path, rocm, gpu)
@@ -712,6 +716,7 @@ def compile_command(
         include=include,
         timeout=timeout,
         only=units or None,
+        rocm=target.rocm,
     )
     text = (
         (json.dumps(report.to_dict(), indent=2) + "\n") if fmt == "json" else render_compile(report)

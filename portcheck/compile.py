@@ -43,16 +43,19 @@ from portcheck.model import (
     Diagnostic,
     Finding,
     Skipped,
+    Status,
     Toolchain,
 )
 from portcheck.resources import cache_dir, data_dir, write_atomically
+from portcheck.rocm import RocmRelease
 from portcheck.ruleset import default_rules, load_yaml
-from portcheck.translate.builtin import Translation, translate_source
+from portcheck.translate.builtin import ProjectFiles, Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
+from portcheck.translate.spelling import Spelling
 
 SCHEMA = COMPILE_SCHEMA
 # Bump when the cache entry's layout, diagnostics mapping or classification changes.
-CACHE_FORMAT = "portcheck.compile-cache/3"
+CACHE_FORMAT = "portcheck.compile-cache/4"
 TIMEOUT_SECONDS = 300.0  # per unit and target; a big unit builds in well under a minute
 KILL_GRACE_SECONDS = 2.0  # SIGTERM first (clang removes its temporaries), then SIGKILL
 DEFAULT_STD = "c++17"  # nvcc's default dialect since CUDA 11 with GCC >= 11; hipcc's is C++14
@@ -777,34 +780,115 @@ def _classify(
         result.finding_ids = sorted(related)
         return
     errors = [d for d in errors if id(d) not in newer]
-    _classify_code_errors(result, errors, by_line)
+    _classify_code_errors(result, errors, by_line, toolchain)
     if too_old:
         result.explanation += f" (also: {too_old})"
+
+
+def _include_roots(toolchain: Toolchain) -> list[Path]:
+    """Where the toolchain's ROCm headers live (hipcc's prefix, $ROCM_PATH, /opt/rocm)."""
+    roots = [Path(toolchain.hipcc).resolve().parent.parent / "include"]
+    for prefix in (os.environ.get("ROCM_PATH"), "/opt/rocm"):
+        if prefix:
+            roots.append(Path(prefix) / "include")
+    return [root for root in dict.fromkeys(roots) if root.is_dir()]
+
+
+def _installed_elsewhere(name: str, toolchain: Toolchain) -> str | None:
+    """`hiprand.h` when ROCm has it as `hiprand/hiprand.h`: the spelling it has."""
+    base = name.rsplit("/", 1)[-1]
+    top = base.removesuffix(".h").removesuffix(".hpp").split("_", 1)[0].lower()
+    for root in _include_roots(toolchain):
+        for candidate in (f"{top}/{base}", base):
+            if candidate != name and (root / candidate).is_file():
+                return candidate
+    return None
+
+
+def _missing_header(
+    result: CompileResult, name: str, here: list[Finding], toolchain: Toolchain
+) -> None:
+    """Class a `'name' file not found`. A ROCm library that is not installed is
+    missing-library, unless the line carries a hazard finding (installing rocWMMA does not
+    port `nvcuda::wmma`): then it is a port problem with the install hint. A library header
+    that is installed under another path is a translation to fix. A CUDA header with no
+    HIP counterpart (rules: hip null, unsupported: cooperative_groups/reduce.h) is a port
+    problem; one that has a counterpart and was left is untranslated CUDA."""
+    top = name.split("/", 1)[0].removesuffix(".h").removesuffix(".hpp").lower()
+    library = LIBRARY_PACKAGES.get(top) or LIBRARY_PACKAGES.get(top.split("_", 1)[0])
+    if library is not None:
+        spelled = _installed_elsewhere(name, toolchain)
+        if spelled is not None:
+            result.failure_class = "untranslated-cuda"
+            result.explanation = f"{name} is installed as {spelled} in this ROCm: include that"
+            return
+        install = f"the {library[0]} headers are not installed ({name}); install {library[1]}"
+        if here:
+            result.failure_class = "port-problem"
+            result.finding_ids = sorted({f.id for f in here})
+            found = "; ".join(sorted({f"{f.id} {f.slug}" for f in here}))
+            result.explanation = f"{found} (and {install})"
+            return
+        result.failure_class = "missing-library"
+        result.explanation = install
+        return
+    rule = default_rules().lookup(name)
+    if rule is not None and rule.hip is None and rule.status.hip is Status.UNSUPPORTED:
+        result.failure_class = "port-problem"
+        result.finding_ids = sorted({f.id for f in here})
+        why = f": {rule.notes.split(' | ')[0]}" if rule.notes else ""
+        result.explanation = (
+            f"{name} has no HIP counterpart{why}; the code that uses it needs a manual port"
+        )
+        return
+    if rule is not None or CUDA_HEADER_SHAPE.fullmatch(name):
+        result.failure_class = "untranslated-cuda"
+        result.explanation = f"a CUDA header is still included: {name}"
+        return
+    result.failure_class = "missing-dependency"
+    result.explanation = f"a header that is neither CUDA nor ROCm is missing: {name}"
+
+
+UNDECLARED = ("undeclared", "unknown type", "no template named", "was not declared")
+CUDA_BUILTIN_VARIABLES = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
+
+
+def _cuda_name_left(result: CompileResult, message: str) -> bool:
+    """An undeclared name that is CUDA's: left untranslated (`cudaFoo`, `__grid_constant__`,
+    a built-in variable without the HIP runtime header), or, when HIP has no equivalent
+    (rules: hip null, unsupported), a port problem."""
+    if not any(text in message for text in UNDECLARED):
+        return False
+    for name in QUOTED_NAME.findall(message):
+        if name in CUDA_BUILTIN_VARIABLES:
+            result.failure_class = "untranslated-cuda"
+            result.explanation = f"{name} is undeclared: the HIP runtime header is not included"
+            return True
+        rule = default_rules().lookup(name)
+        if rule is not None and rule.hip == name:
+            continue  # the same name in HIP (`__fadd_rd`): this ROCm lacks it, see below
+        if rule is not None and rule.hip is None and rule.status.hip is Status.UNSUPPORTED:
+            result.failure_class = "port-problem"
+            result.explanation = f"{name} has no HIP equivalent; the code needs a manual port"
+            return True
+        if rule is not None or CUDA_NAME_IN_MESSAGE.fullmatch(f"'{name}'"):
+            result.failure_class = "untranslated-cuda"
+            result.explanation = f"CUDA name left untranslated: {name}"
+            return True
+    return False
 
 
 def _classify_code_errors(
     result: CompileResult,
     errors: list[Diagnostic],
     by_line: dict[tuple[str, int], list[Finding]],
+    toolchain: Toolchain,
 ) -> None:
     for diagnostic in errors:
         header = MISSING_HEADER.search(diagnostic.message)
         if header:
-            name = header.group("header")
-            top = name.split("/", 1)[0].removesuffix(".h").removesuffix(".hpp").lower()
-            library = LIBRARY_PACKAGES.get(top)
-            if library is not None:
-                result.failure_class = "missing-library"
-                result.explanation = (
-                    f"the {library[0]} headers are not installed ({name}); install {library[1]}"
-                )
-                return
-            if CUDA_HEADER_SHAPE.fullmatch(name):
-                result.failure_class = "untranslated-cuda"
-                result.explanation = f"a CUDA header is still included: {name}"
-                return
-            result.failure_class = "missing-dependency"
-            result.explanation = f"a header that is neither CUDA nor ROCm is missing: {name}"
+            here = by_line.get((diagnostic.path, diagnostic.line), [])
+            _missing_header(result, header.group("header"), here, toolchain)
             return
     # A hazard finding on the failing line (in the unit or a header it includes) explains it.
     for diagnostic in errors:
@@ -817,10 +901,7 @@ def _classify_code_errors(
             result.explanation = "; ".join(sorted({f"{f.id} {f.slug}" for f in explained}))
             return
     for diagnostic in errors:
-        name = CUDA_NAME_IN_MESSAGE.search(diagnostic.message)
-        if name and ("undeclared" in diagnostic.message or "unknown type" in diagnostic.message):
-            result.failure_class = "untranslated-cuda"
-            result.explanation = f"CUDA name left untranslated: {name.group(1)}"
+        if _cuda_name_left(result, diagnostic.message):
             return
     for diagnostic in errors:
         quoted = QUOTED_NAME.search(diagnostic.message)
@@ -920,18 +1001,26 @@ class _Context:
     extra_dirs: list[Path]  # -I from the command line, then the project's include folders
     findings_by_path: dict[str, list[Finding]]
     units_by_path: dict[str, _Unit]
+    external: dict[Path, Path]  # an include folder outside the project -> its translation
     runner: _Runner
     inputs: _Inputs
     cache: bool
     key_parts: dict[str, object]  # the run-wide part of every cache key
 
     def mirrored(self, path: Path) -> Path | None:
-        """The translated copy's path for a path inside the project."""
+        """The translated copy's path for a path inside the project or inside an include
+        folder outside it that was translated too."""
+        resolved = path.resolve()
         try:
-            relative = path.resolve().relative_to(self.base.resolve())
+            return self.scratch / resolved.relative_to(self.base.resolve())
         except ValueError:
-            return None
-        return self.scratch / relative
+            pass
+        for folder, copy in self.external.items():
+            try:
+                return copy / resolved.relative_to(folder)
+            except ValueError:
+                continue
+        return None
 
     def flags_for(self, unit: _Unit) -> list[str]:
         """-std, macros, then include folders: the translated copy of each project folder
@@ -1052,15 +1141,23 @@ def _translate_tree(
     exclude: Sequence[str],
     report: CompileReport,
     scans: Mapping[str, FileScan],
+    spelling: Spelling,
+    also_found: Sequence[str] = (),
 ) -> tuple[list[_Unit], dict[str, list[Finding]], list[str]]:
     """Translate every CUDA source under `root` into `out` (plain C/C++ files are copied so
     that includes resolve); returns the units, their hazard findings and every file name.
-    A file in `scans` (a scan's results, by relative path) is not scanned again."""
+    A file in `scans` (a scan's results, by relative path) is not scanned again.
+    `also_found`: files the includes can reach outside `root` (relative to their include
+    folder), so an include of one of them is the project's, not a CUDA header."""
     scanner = FileScanner(default_rules())
     units: list[_Unit] = []
     findings_by_path: dict[str, list[Finding]] = {}
     names: list[str] = []
-    for item in discover(root, exclude):
+    found = list(discover(root, exclude))
+    project_files = ProjectFiles.of(
+        [*(item.relpath for item in found if not isinstance(item, Skipped)), *also_found]
+    )
+    for item in found:
         if isinstance(item, Skipped):
             report.skipped.append(item)
             continue
@@ -1080,7 +1177,13 @@ def _translate_tree(
         translation: Translation | None = None
         if engine == "builtin":
             translation = translate_source(
-                scanner, item.relpath, item.language, raw, scan=scans.get(item.relpath)
+                scanner,
+                item.relpath,
+                item.language,
+                raw,
+                scan=scans.get(item.relpath),
+                spelling=spelling,
+                project_files=project_files,
             )
             text = translation.text
             findings_by_path[item.relpath] = translation.findings
@@ -1116,6 +1219,84 @@ def _translate_tree(
     return units, findings_by_path, names
 
 
+EXTERNAL_FOLDER = ".portcheck-include"  # in the scratch tree: translated outside folders
+MAX_EXTERNAL_FILES = 2000  # an include folder larger than this is a library: not translated
+SYSTEM_FOLDERS = (Path("/usr"), Path("/opt/rocm"), Path("/opt/nvidia"), Path("/opt/cuda"))
+
+
+def _outside_include_folders(search: Sequence[Path], base: Path) -> list[Path]:
+    """Include folders outside the project that a translation must cover: the project's
+    own helpers kept elsewhere (`-I ../common`, cuda-samples' Common/). Not the CUDA
+    toolkit, not system or ROCm folders, not folders too large to be one project's."""
+    chosen: list[Path] = []
+    root = base.resolve()
+    for folder in search:
+        resolved = folder.resolve()
+        if not resolved.is_dir() or resolved == root or root in resolved.parents:
+            continue
+        if resolved in chosen or any(p in resolved.parents for p in chosen):
+            continue
+        if _is_cuda_toolkit_folder(str(resolved)):
+            continue
+        if any(resolved == s or s in resolved.parents for s in SYSTEM_FOLDERS):
+            continue
+        count = 0
+        for _, _, files in os.walk(resolved):
+            count += len(files)
+            if count > MAX_EXTERNAL_FILES:
+                break
+        if count <= MAX_EXTERNAL_FILES:
+            chosen.append(resolved)
+    return chosen
+
+
+def _files_under(folders: Sequence[Path]) -> list[str]:
+    """Every file under the folders, relative to its folder, with "/"."""
+    found = []
+    for folder in folders:
+        for parent, _, files in os.walk(folder):
+            relative = Path(parent).relative_to(folder).as_posix()
+            found += [name if relative == "." else f"{relative}/{name}" for name in files]
+    return found
+
+
+def _translate_include_folders(
+    folders: Sequence[Path],
+    out: Path,
+    engine: str,
+    spelling: Spelling,
+    also_found: Sequence[str],
+) -> tuple[dict[Path, Path], list[_Unit]]:
+    """Translate the CUDA headers of include folders outside the project (`-I
+    ../Common`) into the scratch tree, so the project's includes find HIP there; each
+    folder -> its copy, and the translated files (their diagnostics name the original)."""
+    external: dict[Path, Path] = {}
+    units: list[_Unit] = []
+    for number, folder in enumerate(folders):
+        copy = out / EXTERNAL_FOLDER / str(number)
+        scratch_report = CompileReport(Toolchain("", "", frozenset(), None), [])
+        translated, _, _ = _translate_tree(
+            folder, copy, engine, (), scratch_report, {}, spelling, also_found
+        )
+        for unit in translated:
+            unit.relpath = str(unit.source)
+        units += translated
+        external[folder] = copy
+    return external, units
+
+
+def _spelling_for(rocm: str | None, toolchain: Toolchain) -> Spelling:
+    """The release to translate for: the one asked for, else the toolchain's own."""
+    if rocm is not None:
+        try:
+            return Spelling.for_release(default_rules().rocm_release(rocm))
+        except ValueError as exc:
+            raise CompileError(f"--rocm {rocm!r}: {exc}") from None
+    if toolchain.rocm is None:
+        return Spelling()
+    return Spelling(RocmRelease(*toolchain.rocm[:2]))
+
+
 def compile_tree(
     path: str | os.PathLike[str],
     archs: str | Sequence[str],
@@ -1133,6 +1314,7 @@ def compile_tree(
     progress: Callable[[int, int, str], None] | None = None,
     scans: Mapping[str, FileScan] | None = None,
     only: Iterable[str] | None = None,
+    rocm: str | None = None,
 ) -> CompileReport:
     """Translate the CUDA under `path` (in a scratch tree) and compile every translation
     unit (.cu, and .cpp/.c files that use CUDA, except those another file #includes) for
@@ -1146,7 +1328,10 @@ def compile_tree(
     running hipcc with its children before it propagates. `scans`: the files' FileScans
     from a scan of the same tree (by relative path), so `scan --compile` scans each once.
     `only`: compile just these units (relative paths; the whole tree is still translated
-    so that includes resolve), so that a fleet can spread one tree's units over workers."""
+    so that includes resolve), so that a fleet can spread one tree's units over workers.
+    `rocm`: the ROCm release the built-in translation is written for (`_sync` warp
+    builtins, library header paths, hipBLAS names); default: the installed hipcc's, so
+    what is built is what that compiler can build."""
     if engine not in (*ENGINES, "none"):
         raise CompileError(f"unknown engine {engine!r}")
     if engine not in ("builtin", "none") and find_tool(engine) is None:
@@ -1157,6 +1342,7 @@ def compile_tree(
     command_line = inputs.command_line_flags()
     toolchain = find_toolchain(hipcc)
     buildable, lacking = parse_archs(archs, toolchain)
+    spelling = _spelling_for(rocm, toolchain)
     root = Path(path)
     if not root.exists():
         raise CompileError(f"path does not exist: {root}")
@@ -1165,16 +1351,21 @@ def compile_tree(
     databases = _databases(inputs, base, report, search=root.is_dir())
     with tempfile.TemporaryDirectory(prefix="portcheck-compile-") as scratch:
         out = Path(scratch)
-        units, findings_by_path, names = _translate_tree(
-            root, out, engine, exclude, report, scans or {}
-        )
         extra_dirs = [*map(Path, include_dirs), *project_include_dirs(base)]
-        for unit in units:
-            unit.flags = databases.get(unit.source)
         search = [
             *extra_dirs,
             *{folder for flags in databases.values() for folder in flags.include_dirs()},
         ]
+        outside = _outside_include_folders(search, base)
+        outside_files = _files_under(outside)
+        units, findings_by_path, names = _translate_tree(
+            root, out, engine, exclude, report, scans or {}, spelling, outside_files
+        )
+        for unit in units:
+            unit.flags = databases.get(unit.source)
+        external, external_units = _translate_include_folders(
+            outside, out, engine, spelling, [*names, *outside_files]
+        )
         included = _included_sources(units, search, base)
         chosen = None if only is None else set(only)
         compiled = []
@@ -1201,7 +1392,8 @@ def compile_tree(
             command_line=command_line,
             extra_dirs=extra_dirs,
             findings_by_path=findings_by_path,
-            units_by_path={str(u.translated.resolve()): u for u in units},
+            units_by_path={str(u.translated.resolve()): u for u in (*units, *external_units)},
+            external=external,
             runner=_Runner(timeout),
             inputs=_Inputs(out),
             cache=cache,

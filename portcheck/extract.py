@@ -615,6 +615,11 @@ class Extractor:
         grand = path[depth - 2] if depth > 1 else None
         ptype = parent.type if parent is not None else ""
 
+        if parent is not None and self._misparsed_macro_call(node, path, depth):
+            # `CHECK(cudaMemcpy(d, h, n, kind))` with no `;` before the next line: a call
+            # written as a macro argument, which the grammar read as a declaration.
+            add(name, "function", self.rules.lookup(name), node.start_byte, node.end_byte)
+            return
         if parent is not None and self._is_definition(node, parent, ptype):
             definitions.add(name)
             if ptype in DECLARATOR_PARENTS and ptype != "function_declarator":
@@ -679,6 +684,48 @@ class Extractor:
             depth -= 1
             parent = path[depth] if depth >= 0 else None
         return parent is not None and parent.type in ("field_declaration", "function_definition")
+
+    @staticmethod
+    def _misparsed_macro_call(node: Node, path: NodePath, depth: int) -> bool:
+        """Is this name the callee of a call passed to a statement macro whose `;` is
+        missing? `CHECK(cudaFree(p))` followed by another statement is read as the
+        block-scope declaration `CHECK (cudaFree(p));` of a function `cudaFree` with a
+        parameter `p`: a declaration typed by a macro-like name, whose declarator is the
+        function in parentheses, inside a function body. Real code does not declare
+        functions that way."""
+        parent = path[depth - 1]
+        if (
+            parent is None
+            or parent.type != "function_declarator"
+            or parent.child_by_field_name("declarator") != node
+        ):
+            return False
+        level = depth - 2
+        above = path[level] if level >= 0 else None
+        if above is None or above.type != "parenthesized_declarator":
+            return False  # the macro's own parentheses
+        while above is not None and above.type in (
+            "parenthesized_declarator",
+            "pointer_declarator",
+            "reference_declarator",
+        ):
+            level -= 1
+            above = path[level] if level >= 0 else None
+        if above is None or above.type != "declaration":
+            return False
+        written_type = above.child_by_field_name("type")
+        if written_type is None or written_type.type != "type_identifier":
+            return False
+        if not MACRO_LIKE.fullmatch((written_type.text or b"").decode(errors="replace")):
+            return False
+        level -= 1
+        while level >= 0 and (enclosing := path[level]) is not None:
+            if enclosing.type == "compound_statement":
+                return True  # inside a function body
+            if enclosing.type in ("translation_unit", "declaration_list", "field_declaration_list"):
+                return False
+            level -= 1
+        return False
 
     @staticmethod
     def _is_definition(node: Node, parent: Node, ptype: str) -> bool:

@@ -158,7 +158,8 @@ def test_hazard_in_an_included_header_explains_the_failure(tmp_path):
 
 
 def test_hip_api_missing_in_this_rocm_is_its_own_class(tmp_path, hipcc):
-    # __shfl_down_sync exists in HIP only from ROCm 6.2; Debian's ROCm 5.2 lacks it.
+    # __shfl_down_sync exists in HIP only from ROCm 6.2; Debian's ROCm 5.2 lacks it. Code
+    # written for a team's ROCm 6.2 (for 5.2 it would use __shfl_down) fails for that.
     if hipcc.rocm is None or hipcc.rocm >= (6, 2):
         pytest.skip(f"this hipcc ({hipcc.version}) has __shfl_down_sync")
     (tmp_path / "k.cu").write_text(
@@ -168,7 +169,7 @@ def test_hip_api_missing_in_this_rocm_is_its_own_class(tmp_path, hipcc):
         "    v += __shfl_down_sync(0xffffffffffffffffull, v, o);\n"
         "  x[threadIdx.x] = v;\n}\n"
     )
-    (result,) = compile_tree(tmp_path, "gfx90a").results
+    (result,) = compile_tree(tmp_path, "gfx90a", rocm="6.2").results
     assert not result.ok
     assert result.failure_class == "rocm-version", result.explanation
     assert "__shfl_down_sync needs ROCm 6.2" in result.explanation
@@ -258,3 +259,19 @@ def test_compile_for_the_chosen_gpu_and_what_the_toolchain_lacks(tmp_path):
     assert rdna2.returncode == 0 and "gfx1030" in rdna2.stdout
     neither = run_portcheck("compile", str(tmp_path))
     assert neither.returncode == 2 and "--offload-arch" in neither.stderr
+
+
+def test_a_projects_vector_operators_do_not_clash_with_hips(tmp_path):
+    """`operator+=(float4&, float4)` in a helper header and HIP's own member operator make
+    `acc[i] += value` ambiguous; the translation writes the helper's as a template (it
+    loses the tie to HIP's, which does the same) and the kernel builds."""
+    shutil.copytree(COMPILE_FIXTURES / "vector_ops", tmp_path / "vector_ops")
+    (result,) = compile_tree(tmp_path / "vector_ops", "gfx90a").results
+    assert result.ok, (result.explanation, result.diagnostics)
+    translated = run_portcheck(
+        "translate", str(tmp_path / "vector_ops"), "-o", str(tmp_path / "out"), "--rocm", "5.2"
+    )
+    assert translated.returncode == 0, translated.stderr
+    header = (tmp_path / "out" / "vec_math.h").read_text().splitlines()
+    demoted = {n + 1 for n, line in enumerate(header) if line.startswith("template <typename")}
+    assert demoted == {10, 26, 30}  # +=, *= and -= on two vectors; not the scalar ones

@@ -426,13 +426,28 @@ __global__ void row_sums(const float* m, float* sums, int cols) {
 """
 
 
-def test_warp_sync_intrinsics_missing_from_rocm_5_2_are_a_rocm_version_failure(
-    tmp_path, hipcc, cache
-):
+def test_warp_sync_code_is_written_for_the_installed_rocm_and_builds(tmp_path, hipcc, cache):
+    """Without --rocm the translation is for the installed hipcc's release: before ROCm
+    6.2 the `_sync` builtins become the mask-less ones and `__activemask()` becomes
+    `__ballot(1)`, so the reduction builds with ROCm 5.2's hipcc."""
     if hipcc.rocm is None or hipcc.rocm >= (6, 2):
         pytest.skip(f"this hipcc ({hipcc.version}) has the warp-sync intrinsics")
     _write(tmp_path / "rows.cu", WARP_REDUCE)
     (result,) = compile_tree(tmp_path, "gfx90a").results
+    assert result.ok, (result.explanation, result.diagnostics)
+    run = run_portcheck("compile", str(tmp_path), "--offload-arch", "gfx90a", timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_warp_sync_intrinsics_missing_from_rocm_5_2_are_a_rocm_version_failure(
+    tmp_path, hipcc, cache
+):
+    """A team that targets ROCm 6.2 gets code written for 6.2; the installed 5.2 cannot
+    build it, and that is the toolchain's age, not the code."""
+    if hipcc.rocm is None or hipcc.rocm >= (6, 2):
+        pytest.skip(f"this hipcc ({hipcc.version}) has the warp-sync intrinsics")
+    _write(tmp_path / "rows.cu", WARP_REDUCE)
+    (result,) = compile_tree(tmp_path, "gfx90a", rocm="6.2").results
     assert not result.ok and result.failure_class == "rocm-version", result.explanation
     assert "__shfl_down_sync needs ROCm 6.2" in result.explanation
     assert "__activemask needs ROCm 6.2" in result.explanation
@@ -440,12 +455,16 @@ def test_warp_sync_intrinsics_missing_from_rocm_5_2_are_a_rocm_version_failure(
     # One more error that is the code's own makes it a code failure again.
     typo = WARP_REDUCE.replace("sums[blockIdx.x] = v;", "sum[blockIdx.x] = v;")
     _write(tmp_path / "rows.cu", typo)
-    (mixed,) = compile_tree(tmp_path, "gfx90a").results
+    (mixed,) = compile_tree(tmp_path, "gfx90a", rocm="6.2").results
     assert mixed.code_failure and mixed.failure_class != "rocm-version"
     assert "also: " in mixed.explanation and "__shfl_down_sync needs ROCm 6.2" in mixed.explanation
 
 
 def test_hip_bf16_header_is_a_rocm_version_failure(tmp_path, hipcc, cache):
+    """For ROCm 5.2 the type and header are written `hip_bfloat16` and
+    hip/hip_bfloat16.h (what that release has); cuda_bf16.h's conversion functions came
+    with hip_bf16.h in 5.7, so a call to one is the toolchain's age. Targeting 6.2, the
+    header itself is what 5.2 lacks."""
     if hipcc.rocm is None or hipcc.rocm >= (5, 7):
         pytest.skip(f"this hipcc ({hipcc.version}) has hip/hip_bf16.h")
     _write(
@@ -457,19 +476,50 @@ def test_hip_bf16_header_is_a_rocm_version_failure(tmp_path, hipcc, cache):
     )
     (result,) = compile_tree(tmp_path, "gfx90a").results
     assert result.failure_class == "rocm-version", (result.explanation, result.diagnostics)
-    assert "hip/hip_bf16.h needs ROCm 5.7" in result.explanation
+    assert "__float2bfloat16 needs ROCm 5.7" in result.explanation
+    (newer,) = compile_tree(tmp_path, "gfx90a", rocm="6.2").results
+    assert newer.failure_class == "rocm-version", (newer.explanation, newer.diagnostics)
+    assert "hip/hip_bf16.h needs ROCm 5.7" in newer.explanation
 
 
 def test_scan_compile_fails_only_for_failures_in_the_code(tmp_path, hipcc, cache):
     _write(tmp_path / "rows" / "rows.cu", WARP_REDUCE)
-    args = ("--compile", "--offload-arch", "gfx90a", "--format", "json")
+    args = ("--compile", "--offload-arch", "gfx90a", "--format", "json", "--rocm", "6.2")
     toolchain_only = run_portcheck("scan", str(tmp_path / "rows"), *args, timeout=600)
     assert toolchain_only.returncode == 0, toolchain_only.stderr
     (entry,) = json.loads(toolchain_only.stdout)["compile"]
     assert entry["class"] == "rocm-version"
-    compiled = run_portcheck("compile", str(tmp_path / "rows"), "--offload-arch", "gfx90a")
+    compiled = run_portcheck(
+        "compile", str(tmp_path / "rows"), "--offload-arch", "gfx90a", "--rocm", "6.2"
+    )
     assert compiled.returncode == 1  # compile still says something did not build
     _write(tmp_path / "rows" / "bad.cu", "__global__ void k(float* x) { x[0] = no_such_scale; }\n")
     code = run_portcheck("scan", str(tmp_path / "rows"), *args, timeout=600)
     assert code.returncode == 1
     assert "failed for a reason in the code (first: bad.cu [gfx90a], other)" in code.stderr
+
+
+def test_cuda_headers_in_an_include_folder_outside_the_tree_are_translated(tmp_path, hipcc, cache):
+    """`-I ../shared` names the team's helpers kept beside the project (cuda-samples'
+    Common/): their CUDA is translated into the scratch tree like the project's own, the
+    originals are untouched, and an error in them names the original file."""
+    shared = _write(
+        tmp_path / "shared" / "check.cuh",
+        "#pragma once\n#include <cstdio>\n#include <cuda_runtime.h>\n"
+        "#define CHECK(call) do { cudaError_t e = (call); if (e != cudaSuccess) "
+        'std::printf("%s\\n", cudaGetErrorString(e)); } while (0)\n',
+    )
+    before = shared.read_bytes()
+    _write(
+        tmp_path / "app" / "scale.cu",
+        '#include "check.cuh"\n'
+        "__global__ void scale(float* x, float a) { x[threadIdx.x] *= a; }\n"
+        "void run(float* d) { scale<<<1, 64>>>(d, 2.f); CHECK(cudaDeviceSynchronize()); }\n",
+    )
+    (result,) = compile_tree(tmp_path / "app", "gfx90a", include_dirs=[tmp_path / "shared"]).results
+    assert result.ok, (result.explanation, result.diagnostics)
+    assert shared.read_bytes() == before
+    _write(shared, before.decode() + "inline void broken() { undefined_helper(); }\n")
+    (failed,) = compile_tree(tmp_path / "app", "gfx90a", include_dirs=[tmp_path / "shared"]).results
+    assert not failed.ok and failed.diagnostics[0].path == str(shared.resolve())
+    assert failed.diagnostics[0].line == 5

@@ -32,8 +32,9 @@ from portcheck.paths import display_path
 from portcheck.resources import replace_file
 from portcheck.ruleset import RuleSet, default_rules
 from portcheck.target import TargetProfile
-from portcheck.translate.builtin import Translation, translate_source
+from portcheck.translate.builtin import ProjectFiles, Translation, translate_source
 from portcheck.translate.hipify import ENGINES, EngineError, find_tool, run_hipify
+from portcheck.translate.spelling import Spelling
 from portcheck.translate.tree import TreeFile, TreeLink, open_input, read_source, walk
 
 __all__ = [
@@ -317,6 +318,7 @@ def translate(
     loaded = rules if rules is not None else default_rules()
     try:
         for_release = loaded.at_rocm(rocm) if rocm else loaded
+        spelling = Spelling.for_release(loaded.rocm_release(rocm) if rocm else None)
     except ValueError as exc:
         raise TranslateError(f"--rocm {rocm!r}: {exc}") from None
     scanner = FileScanner(for_release, resolve_ignores(()))
@@ -330,6 +332,9 @@ def translate(
         writer = _SafeWriter(root)
 
     entries = list(_single_file(source) if single_file else walk(source, exclude))
+    project_files = ProjectFiles.of(
+        e.relpath for e in entries if isinstance(e, TreeFile) and not single_file
+    )
     total = sum(1 for e in entries if isinstance(e, TreeFile) and e.candidate is not None)
     done = 0
     for entry in entries:
@@ -354,7 +359,9 @@ def translate(
                 skipped = True
             elif raw is not None:
                 written_as = out_path.name if single_file and out_path else entry.relpath
-                result = _translate_file(scanner, entry.candidate, raw, engine, compare, target)
+                result = _translate_file(
+                    scanner, entry.candidate, raw, engine, compare, target, spelling, project_files
+                )
                 if diff_only:
                     result.diff = _unified_diff(entry.relpath, raw, result.text)
                 elif writer is not None:
@@ -402,10 +409,12 @@ def _translate_file(
     engine: str,
     compare: str | None,
     target: TargetProfile,
+    spelling: Spelling,
+    project_files: ProjectFiles,
 ) -> FileResult:
-    result = _translate_one(scanner, candidate, raw, engine, target)
+    result = _translate_one(scanner, candidate, raw, engine, target, spelling, project_files)
     if compare is not None:
-        other = _translate_one(scanner, candidate, raw, compare, target)
+        other = _translate_one(scanner, candidate, raw, compare, target, spelling, project_files)
         result.compared_with = compare
         result.disagreements = disagreements(result.text, other.text)
     return result
@@ -441,7 +450,13 @@ def disagreements(ours: bytes, theirs: bytes) -> list[tuple[int, str, str]]:
 
 
 def _translate_one(
-    scanner: FileScanner, candidate: Candidate, raw: bytes, engine: str, target: TargetProfile
+    scanner: FileScanner,
+    candidate: Candidate,
+    raw: bytes,
+    engine: str,
+    target: TargetProfile,
+    spelling: Spelling,
+    project_files: ProjectFiles | None = None,
 ) -> FileResult:
     if engine == "builtin":
         # The scanner hashes and prints the name: give it one that is always valid text.
@@ -451,6 +466,8 @@ def _translate_one(
             candidate.language,
             raw,
             judge=target.judge,
+            spelling=spelling,
+            project_files=project_files,
         )
         result = FileResult(
             path=candidate.relpath,
