@@ -771,6 +771,12 @@ def _classify(
     for path_findings in findings_by_path.values():
         for finding in path_findings:
             by_line.setdefault((finding.path, finding.span.line), []).append(finding)
+    # clang's typo correction (`did you mean 'hipDeviceGetLimit'?`) makes a second error
+    # of the same line: a consequence of the missing name, not a problem of its own.
+    newer_on_line = {(d.path, d.line): newer[id(d)] for d in errors if id(d) in newer}
+    for d in errors:
+        if id(d) not in newer and (d.path, d.line) in newer_on_line:
+            newer[id(d)] = newer_on_line[(d.path, d.line)]
     if len(newer) == len(errors):
         result.failure_class = "rocm-version"
         rocm = ".".join(map(str, toolchain.rocm or ()))

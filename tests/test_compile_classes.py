@@ -154,3 +154,22 @@ def test_a_missing_library_that_would_not_fix_the_code_is_a_port_problem(tmp_pat
     )
     assert result.failure_class == "port-problem", result.explanation
     assert "tensor-core-wmma" in result.explanation and "rocWMMA" in result.explanation
+
+
+def test_a_follow_on_error_of_a_name_this_rocm_lacks_is_still_the_rocm_version(tmp_path):
+    """hipDeviceSetLimit came with ROCm 5.3; clang 15 corrects it to hipDeviceGetLimit and
+    then fails on that call's arguments, on the same line. That second error is the first
+    one's echo: the unit needs a newer ROCm, nothing else."""
+    result = _build(
+        tmp_path,
+        "heap.cu",
+        "#include <cstdio>\n#include <cuda_runtime.h>\n\n"
+        "__global__ void fill(int** slots) {\n"
+        "  slots[threadIdx.x] = new int[4];\n}\n\n"
+        "int main() {\n"
+        "  cudaDeviceSetLimit(cudaLimitMallocHeapSize, 64 * 1024 * 1024);\n"
+        "  int** slots;\n  cudaMalloc(&slots, 32 * sizeof(int*));\n"
+        "  fill<<<1, 32>>>(slots);\n  return cudaDeviceSynchronize() != cudaSuccess;\n}\n",
+    )
+    assert result.failure_class == "rocm-version", result.explanation
+    assert "hipDeviceSetLimit needs ROCm 5.3" in result.explanation

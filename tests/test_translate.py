@@ -536,3 +536,19 @@ def test_a_helper_header_the_project_has_is_kept_and_translated(tmp_path):
     assert "hipGetErrorString(e)" in helper
     alone = _translated(tmp_path, "lone.cu", "#include <helper_cuda.h>\nint main() { return 0; }\n")
     assert "#include <hip/hip_runtime_api.h>" in alone
+
+
+def test_the_callback_calling_convention_macro_is_dropped():
+    """CUDART_CB is empty on Linux and HIP does not define it: left in, `void CUDART_CB
+    done(...)` reads as a variable of type void. A #define that tests it stays."""
+    source = (
+        b"#include <cuda_runtime.h>\n#ifndef CUDART_CB\n#define CUDART_CB\n#endif\n\n"
+        b"void CUDART_CB done(cudaStream_t stream, cudaError_t status, void* data) {\n"
+        b"  *static_cast<int*>(data) = status == cudaSuccess;\n}\n\n"
+        b"void enqueue(cudaStream_t stream, int* flag) {\n"
+        b"  cudaStreamAddCallback(stream, done, flag, 0);\n}\n"
+    )
+    text = translate_source(FileScanner(default_rules()), "k.cu", Language.CUDA, source).text
+    assert b"void done(hipStream_t stream, hipError_t status, void* data)" in text
+    assert b"#ifndef CUDART_CB\n#define CUDART_CB\n" in text
+    assert b"hipStreamAddCallback(stream, done, flag, 0);" in text

@@ -389,11 +389,27 @@ def _without_deleted(edits: list[tuple[int, int, str]]) -> list[tuple[int, int, 
     return kept
 
 
+def _dropped_macro(use: Use, data: bytes) -> tuple[int, int, str] | None:
+    """A CUDA macro HIP needs no counterpart for (the calling convention `CUDART_CB`,
+    empty on Linux, which HIP does not define): the name goes with the blanks after it,
+    except on a preprocessor line, where it may be tested or defined."""
+    start, end = use.span.start_byte, use.span.end_byte
+    if _in_directive(data, start):
+        return None
+    while end < len(data) and data[end : end + 1] in (b" ", b"\t"):
+        end += 1
+    return start, end, ""
+
+
 def _edit_for(use: Use, data: bytes, spelling: Spelling) -> tuple[int, int, str] | None:
     rule = use.rule
     if use.name == LAUNCH_NAME:
         return None  # see _launch_edits
-    if rule is None or rule.hip is None or use.name == ASM_NAME:
+    if rule is None or use.name == ASM_NAME:
+        return None
+    if rule.hip is None:
+        if rule.kind == "macro" and rule.status.hip is Status.SUPPORTED:
+            return _dropped_macro(use, data)
         return None
     hip = spelling.hip(rule)
     if hip is None:
