@@ -987,7 +987,9 @@ def _map_diagnostics(
             original = unit.original_line(line)
             diagnostic.line = original
             diagnostic.path = unit.relpath
-            if 0 < original <= len(unit.original_text):
+            # The text of a line only from the project's own files: a header of an
+            # include folder outside the tree is named, never quoted into the report.
+            if 0 < original <= len(unit.original_text) and not os.path.isabs(unit.relpath):
                 diagnostic.source_line = unit.original_text[original - 1].strip()
         diagnostics.append(diagnostic)
     return diagnostics

@@ -523,3 +523,4 @@ def test_cuda_headers_in_an_include_folder_outside_the_tree_are_translated(tmp_p
     (failed,) = compile_tree(tmp_path / "app", "gfx90a", include_dirs=[tmp_path / "shared"]).results
     assert not failed.ok and failed.diagnostics[0].path == str(shared.resolve())
     assert failed.diagnostics[0].line == 5
+    assert failed.diagnostics[0].source_line == ""  # named, but not quoted: not the project's
