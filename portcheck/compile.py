@@ -144,6 +144,10 @@ LIBRARY_PACKAGES: dict[str, tuple[str, str]] = {
     "hipsparse": ("hipSPARSE", "Debian: apt-get install libhipsparse-dev"),
     "rocprim": ("rocPRIM", "Debian: apt-get install librocprim-dev"),
 }
+LIBCUDACXX_PACKAGE = (
+    "libhipcxx",
+    "libhipcxx from github.com/ROCm/libhipcxx (an early-access preview, not in a ROCm release)",
+)
 HIP_NAME_IN_MESSAGE = re.compile(r"'((?:hip|__hip|hipblas|hiprand|hipfft|hipsparse|hipcub)\w*)'")
 QUOTED_NAME = re.compile(r"'(\w+)'")
 
@@ -822,6 +826,11 @@ def _missing_header(
     problem; one that has a counterpart and was left is untranslated CUDA."""
     top = name.split("/", 1)[0].removesuffix(".h").removesuffix(".hpp").lower()
     library = LIBRARY_PACKAGES.get(top) or LIBRARY_PACKAGES.get(top.split("_", 1)[0])
+    rule = default_rules().lookup(name)
+    if library is None and rule is None and name.startswith("cuda/"):
+        # libcu++ (`cuda/barrier`, `cuda/std/atomic`): HIP's counterpart keeps the paths
+        # (rules: the `cuda/` folder, libhipcxx) but is installed on its own.
+        library = LIBCUDACXX_PACKAGE
     if library is not None:
         spelled = _installed_elsewhere(name, toolchain)
         if spelled is not None:
@@ -838,7 +847,6 @@ def _missing_header(
         result.failure_class = "missing-library"
         result.explanation = install
         return
-    rule = default_rules().lookup(name)
     if rule is not None and rule.hip is None and rule.status.hip is Status.UNSUPPORTED:
         result.failure_class = "port-problem"
         result.finding_ids = sorted({f.id for f in here})
@@ -847,9 +855,19 @@ def _missing_header(
             f"{name} has no HIP counterpart{why}; the code that uses it needs a manual port"
         )
         return
-    if rule is not None or CUDA_HEADER_SHAPE.fullmatch(name):
+    if rule is not None:
         result.failure_class = "untranslated-cuda"
         result.explanation = f"a CUDA header is still included: {name}"
+        return
+    if CUDA_HEADER_SHAPE.fullmatch(name):
+        # A CUDA header the rules know no HIP counterpart of (cuDLA's cudla.h): no rename
+        # would fix it, the code that uses it needs porting by hand.
+        result.failure_class = "port-problem"
+        result.finding_ids = sorted({f.id for f in here})
+        result.explanation = (
+            f"{name} is a CUDA header with no known HIP counterpart; "
+            "the code that uses it needs a manual port"
+        )
         return
     result.failure_class = "missing-dependency"
     result.explanation = f"a header that is neither CUDA nor ROCm is missing: {name}"

@@ -57,7 +57,7 @@ CUDA_SHAPE = re.compile(
 CUDA_SHAPE_FIRST = "cCnN_"  # the first characters CUDA_SHAPE's alternatives can start with
 
 CUDA_HEADER_SHAPE = re.compile(
-    r"(?:cuda\w*|cu(?:blas|blasLt|rand|fft|sparse|solver\w*|dnn|tensor|Complex|_fp16|_bf16|_fp8)\w*"
+    r"(?:cuda\w*|cudla|cu(?:blas|blasLt|rand|fft|sparse|solver\w*|dnn|tensor|Complex|_fp16|_bf16|_fp8)\w*"
     r"|nvrtc|nvToolsExt\w*|nvtx3/.*|nccl|cooperative_groups(?:/.*)?|thrust/.*|cub/.*|mma|"
     r"sm_\d+_\w+|device_(?:functions|launch_parameters|atomic_functions|types)|math_constants"
     r"|vector_types|driver_types|texture_fetch_functions|surface_functions|crt/.*)"

@@ -173,3 +173,33 @@ def test_a_follow_on_error_of_a_name_this_rocm_lacks_is_still_the_rocm_version(t
     )
     assert result.failure_class == "rocm-version", result.explanation
     assert "hipDeviceSetLimit needs ROCm 5.3" in result.explanation
+
+
+def test_libcudacxx_headers_are_a_library_to_install(tmp_path):
+    """`cuda/barrier` is libcu++: HIP's counterpart (libhipcxx) keeps the same paths but is
+    installed on its own, so the translation is right and the library is what is missing."""
+    result = _build(
+        tmp_path,
+        "stage.cu",
+        "#include <cuda/barrier>\n#include <cuda_runtime.h>\n\n"
+        "__global__ void stage(const float* in, float* out) {\n"
+        "  __shared__ cuda::barrier<cuda::thread_scope_block> bar;\n"
+        "  if (threadIdx.x == 0) init(&bar, blockDim.x);\n  __syncthreads();\n"
+        "  out[threadIdx.x] = in[threadIdx.x];\n  bar.arrive_and_wait();\n}\n",
+    )
+    assert result.failure_class == "missing-library", result.explanation
+    assert "libhipcxx" in result.explanation
+
+
+def test_a_cuda_header_without_a_known_hip_counterpart_is_a_port_problem(tmp_path):
+    """cuDLA (NVIDIA's deep-learning accelerator API) has nothing on AMD: calling its header
+    "neither CUDA nor ROCm" would send the user looking for a third-party package."""
+    result = _build(
+        tmp_path,
+        "dla.cu",
+        '#include <cuda_runtime.h>\n#include "cudla.h"\n\n'
+        "int open_dla(cudlaDevHandle* handle) {\n"
+        "  return cudlaCreateDevice(0, handle, CUDLA_CUDA_DLA) == cudlaSuccess;\n}\n",
+    )
+    assert result.failure_class == "port-problem", result.explanation
+    assert "cudla.h is a CUDA header with no known HIP counterpart" in result.explanation

@@ -552,3 +552,22 @@ def test_the_callback_calling_convention_macro_is_dropped():
     assert b"void done(hipStream_t stream, hipError_t status, void* data)" in text
     assert b"#ifndef CUDART_CB\n#define CUDART_CB\n" in text
     assert b"hipStreamAddCallback(stream, done, flag, 0);" in text
+
+
+def test_a_header_that_only_includes_vector_types_is_translated(tmp_path):
+    """cuda-samples' Mandelbrot_kernel.h declares host entry points on `uchar4` and includes
+    nothing but <vector_types.h>: it is CUDA, and its include must become HIP's."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "render.h").write_text(
+        "#ifndef RENDER_H\n#define RENDER_H\n#include <vector_types.h>\n\n"
+        'extern "C" void render(uchar4* frame, int width, int height);\n#endif\n'
+    )
+    (src / "render.cu").write_text(
+        '#include "render.h"\n\n__global__ void shade(uchar4* frame, int width) {\n'
+        "  frame[blockIdx.x * width + threadIdx.x] = make_uchar4(0, 0, 0, 255);\n}\n\n"
+        'extern "C" void render(uchar4* frame, int width, int height) {\n'
+        "  shade<<<height, width>>>(frame, width);\n}\n"
+    )
+    translate(src, tmp_path / "out")
+    assert "#include <hip/hip_vector_types.h>" in (tmp_path / "out" / "render.h").read_text()
