@@ -748,6 +748,42 @@ def evaluate(expr: str, env: Environment, in_if: bool = True) -> Value:
     return None if run is None else run(env)
 
 
+# What hipcc and the ROCm builds of the frameworks define from the ROCm release (HIP's
+# hip_version.h: HIP_VERSION = major * 10,000,000 + minor * 100,000 + patch; PyTorch's
+# TORCH_HIP_VERSION and the ROCM_VERSION its CMake passes).
+HIP_RELEASE_MACROS = frozenset(
+    {
+        "HIP_VERSION",
+        "HIP_VERSION_MAJOR",
+        "HIP_VERSION_MINOR",
+        "HIP_VERSION_PATCH",
+        "TORCH_HIP_VERSION",
+        "ROCM_VERSION",
+        "ROCM_VERSION_MAJOR",
+        "ROCM_VERSION_MINOR",
+        "ROCM_VERSION_PATCH",
+    }
+)
+
+
+def amd_takes_in_some_release(expr: str, amd: Environment) -> bool:
+    """Does an AMD build take `expr` (= 1) with the release macros at one extreme or the
+    other? `GKO_HIP && HIP_VERSION >= 60200000 || __CUDA_ARCH__ >= 800`: the project lets
+    AMD in from ROCm 6.2 and gives older releases its fallback, so AMD is accounted for
+    whichever release the team has. Only monotone tests are read that way (an `==` on
+    one release is not)."""
+    if not any(name in HIP_RELEASE_MACROS for name in names_in(expr)):
+        return False
+    for extreme in (0, 10**9):
+
+        def env(name: str, extreme: int = extreme) -> object:
+            return extreme if name in HIP_RELEASE_MACROS else amd(name)
+
+        if evaluate(expr, env) == 1:
+            return True
+    return False
+
+
 NAME = re.compile(r"[A-Za-z_]\w*")
 
 

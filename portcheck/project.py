@@ -31,6 +31,7 @@ from portcheck.preproc import (
     ConstantDef,
     MacroDef,
     PreprocFacts,
+    amd_takes_in_some_release,
     branch_condition_value,
     evaluate,
     is_amd_guard,
@@ -716,6 +717,15 @@ class ProjectFacts:
             return finding
         if pending.directive:
             value = evaluate(pending.expr, self._envs[True])
+            # `GKO_ON_AMD && HIP_VERSION >= 60200000 || …`, GKO_ON_AMD the project's: AMD
+            # is let in from some ROCm release on, the fallback before it.
+            if (
+                value is None
+                and pending.negate
+                and 1 in pending.values
+                and amd_takes_in_some_release(pending.expr, self._envs[True])
+            ):
+                return None
         else:
             value = self.evaluate(pending.expr, finding.path)
         if value is None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from portcheck.checks import Context, hazard
 from portcheck.checks.syntax import text
-from portcheck.preproc import evaluate, unless_defined
+from portcheck.preproc import amd_takes_in_some_release, evaluate, unless_defined
 
 COMPARE = r"\s*(?:[<>]=?|==|!=)\s*"
 OPERAND = r"(?:\d+|[A-Za-z_]\w*)"
@@ -46,7 +46,10 @@ def arch_conditional(ctx: Context) -> None:
 
     for branch in ctx.preproc.branches:
         match = ARCH_COMPARISON.search(branch.test or "")
-        if match and evaluate(branch.test or "", amd) == 1:
+        if match and (
+            evaluate(branch.test or "", amd) == 1
+            or amd_takes_in_some_release(branch.test or "", amd)
+        ):
             continue  # `__CUDA_ARCH__ >= 700 || defined(__HIP_PLATFORM_AMD__)`: AMD let in
         if match and branch.start_byte not in seen:
             seen.add(branch.start_byte)
