@@ -53,7 +53,16 @@ MASK_PRODUCERS = frozenset(
     {"__ballot_sync", "__ballot", "__activemask", "__match_any_sync", "__match_all_sync"}
 )
 NARROW_TYPES = re.compile(r"^(?:unsigned(?:\s+int)?|int|uint32_t|uint|unsigned\s+long|int32_t)$")
-FULL_MASK_32 = re.compile(r"^(?:0x[fF]{8}[uU]?|~0[uU]?|4294967295[uU]?)$")
+# A 32-bit all-ones mask as projects write it (spaces removed): 0xffffffff, ~0u, 4294967295,
+# -1 (the mask parameter is a 32-bit unsigned on CUDA), uint32_t(-1), (unsigned)-1,
+# static_cast<unsigned int>(-1), ~uint32_t(0), UINT32_MAX.
+_U32 = r"(?:uint32_t|unsigned|unsignedint|uint)"
+FULL_MASK_32_TEXT = (
+    r"0x[fF]{8}[uU]?|~0[uU]?|4294967295[uU]?|-1[uU]?|UINT32_MAX"
+    rf"|{_U32}\(-1\)|\({_U32}\)-1|\({_U32}\)\(-1\)|static_cast<{_U32}>\(-1\)"
+    rf"|~{_U32}\(0\)|~\({_U32}\)0|~static_cast<{_U32}>\(0\)"
+)
+FULL_MASK_32 = re.compile(rf"^(?:{FULL_MASK_32_TEXT})$")
 ALL_ONES_32 = 0xFFFFFFFF
 
 
@@ -146,6 +155,95 @@ def _explicit_width(text: bytes, match: re.Match[bytes]) -> bool:
     return literal is None or int(literal.group(1)) <= 32
 
 
+# What makes code depend on how many lanes the hardware runs together: warp primitives,
+# cooperative-groups tiles and coalesced groups, matrix fragments, lane ids, PTX, volatile
+# warp-synchronous shared memory, and anything the project named after warps or waves.
+WARP_LEVEL = re.compile(
+    rb"__shfl|__ballot|__any|__all|__activemask|__syncwarp|__match_|__reduce_\w+_sync|__lane"
+    rb"|__popc|__ffs|\.shfl|\.ballot|\.any\s*\(|\.all\s*\(|\.match_|tiled_partition"
+    rb"|thread_block_tile|coalesced|wmma|\bmma|ldmatrix|laneid|\bvolatile\b|\basm\b"
+    rb"|[Ww]arp|WARP|[Ww]ave|WAVE|[Ll]ane"
+)
+MAX_CALL_DEPTH = 3
+TEMPLATE_TYPE = re.compile(rb"\b(?:typename|class)\s+([A-Za-z_]\w*)\s*[,>=]")
+# "Calls" that are casts, operators or value-type constructions, not functions that could
+# hide a warp reduction.
+NOT_CALLEES = frozenset(
+    {
+        "static_cast",
+        "reinterpret_cast",
+        "const_cast",
+        "dynamic_cast",
+        "bit_cast",
+        "sizeof",
+        "alignof",
+        "decltype",
+        "int",
+        "unsigned",
+        "float",
+        "double",
+        "char",
+        "short",
+        "long",
+        "bool",
+        "size_t",
+        "half",
+        "half2",
+        "float2",
+        "float4",
+        "int2",
+        "int4",
+        "uint2",
+        "uint4",
+    }
+)
+
+
+def _lane_blind(ctx: Context, offset: int) -> bool:
+    """Is the function around `offset` free of anything that depends on the hardware's
+    lane count, and so is everything it calls in this file? Then `tid / 32`, `tid % 32`
+    and `[32]` there are block-level index arithmetic (a table copied 32 times against
+    shared-memory bank conflicts, a 64-wide block handled as two halves), correct on any
+    wavefront. A call to a function this file does not define and that is not a CUDA
+    name the scan saw keeps the finding: it could be a warp reduction."""
+    fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
+    if fn is None:
+        return False
+    cuda_names = ctx.memo.get("cuda-names")
+    if cuda_names is None:
+        cuda_names = ctx.memo["cuda-names"] = {u.name for u in ctx.uses}
+    template_types = ctx.memo.get("template-types")
+    if template_types is None:  # `template <typename scalar_t>`: `scalar_t(x)` is a cast
+        template_types = ctx.memo["template-types"] = {
+            m.group(1).decode() for m in TEMPLATE_TYPE.finditer(ctx.data)
+        }
+    by_name: dict[str, list[Any]] = {}
+    for f in ctx.functions:
+        by_name.setdefault(f.name, []).append(f)
+
+    def blind(function: Any, depth: int) -> bool:
+        key = ("lane-blind", function.start)
+        known = ctx.memo.get(key)
+        if known is not None:
+            return bool(known)
+        ctx.memo[key] = True  # a recursive call adds nothing new
+        result = WARP_LEVEL.search(ctx.data[function.start : function.end]) is None
+        for name in function.calls if result else ():
+            if name in cuda_names or name in NOT_CALLEES or name in template_types:
+                continue
+            defined = by_name.get(name)
+            if not defined or depth >= MAX_CALL_DEPTH:
+                result = False
+                break
+            if not all(blind(callee, depth + 1) for callee in defined):
+                result = False
+                break
+        ctx.memo[key] = result
+        return result
+
+    return blind(fn, 0)
+
+
 def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int, **kw) -> None:
     """Report when `node`'s value is one of `wanted`: now if this file decides it, else
     once the project's constants are known (`WARP_SIZE` defined in another header)."""
@@ -153,6 +251,8 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
     if value is None or (isinstance(value, int) and value not in wanted):
         return
     if ctx._current is not None and ctx._current.slug == "warp-size-assumption":
+        if _lane_blind(ctx, start):
+            return
         grouping = _grouping(ctx, start)
         if grouping == "width":
             return  # every shuffle here names its 32-lane width: the groups are deliberate
@@ -391,8 +491,12 @@ def warp_synchronous(ctx: Context) -> None:
 # `#define SHFL_SYNC(v, src, w) __shfl_sync(0xffffffff, v, src, w)`: a wrapper macro's body
 # is not code the grammar parses, so its mask is read from the text.
 MACRO_SYNC_CALL = re.compile(
-    rb"\b(" + rb"|".join(re.escape(n.encode()) for n in sorted(SYNC_INTRINSICS)) + rb")\s*\(\s*"
-    rb"(0x[fF]{8}[uU]?|~0[uU]?|4294967295[uU]?)\s*[,)]"
+    rb"\b("
+    + rb"|".join(re.escape(n.encode()) for n in sorted(SYNC_INTRINSICS))
+    + rb")\s*\(\s*"
+    + rb"("
+    + FULL_MASK_32_TEXT.encode()
+    + rb")\s*[,)]"
 )
 
 
@@ -417,6 +521,27 @@ def _macro_body_masks(ctx: Context) -> None:
             )
 
 
+def _coalesced_ballot(ctx: Context, call: Any) -> bool:
+    """`active.ballot(p)` on a cooperative-groups `coalesced_group` (`cg::coalesced_group
+    active = cg::coalesced_threads();`): as many lanes as the wavefront, so a 64-bit mask
+    on HIP. A `thread_block_tile<32>`'s ballot fits 32 bits and is not matched."""
+    function = call.child_by_field_name("function")
+    if function is None or function.type != "field_expression":
+        return False
+    field, target = function.child_by_field_name("field"), function.child_by_field_name("argument")
+    if field is None or target is None or text(field) != "ballot":
+        return False
+    name = re.escape(text(target).encode())
+    declared = (
+        rb"coalesced_group\s*&?\s*"
+        + name
+        + rb"\b|\b"
+        + name
+        + rb"\s*=\s*(?:\w+::)*coalesced_threads\s*\("
+    )
+    return re.search(declared, ctx.data) is not None
+
+
 @hazard("lane-mask-width")
 def lane_mask_width(ctx: Context) -> None:
     if ctx.root is None:
@@ -431,7 +556,7 @@ def lane_mask_width(ctx: Context) -> None:
             continue
         message = f"`{text(args[0])}` passed to {name} is a 32-lane mask; wave64 needs 64 bits"
         fix = "Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`)."
-        if FULL_MASK_32.match(text(args[0]).replace(" ", "")):
+        if FULL_MASK_32.match("".join(text(args[0]).split())):
             ctx.report(args[0].start_byte, args[0].end_byte, message, fix=fix)
         else:
             _report_if(
@@ -447,7 +572,7 @@ def lane_mask_width(ctx: Context) -> None:
         value = declarator.child_by_field_name("value")
         if value is None or value.type != "call_expression":
             continue
-        if call_name(value) not in MASK_PRODUCERS:
+        if call_name(value) not in MASK_PRODUCERS and not _coalesced_ballot(ctx, value):
             continue
         declaration = declarator.parent
         type_node = declaration.child_by_field_name("type") if declaration is not None else None
