@@ -71,7 +71,8 @@ def test_the_pre_commit_hook_runs_its_entry_and_gates_on_a_baseline(tmp_path):
     assert run_portcheck(*args, "--baseline", str(baseline), "--no-cache").returncode == 0
     kernel = tree / "src" / "residual.cu"
     kernel.write_text(
-        kernel.read_text() + "\n__global__ void tail(int* o) { o[threadIdx.x % 32] = 1; }\n"
+        kernel.read_text() + "\n__global__ void tail(int* o) {\n"
+        "  int lane = threadIdx.x % 32;\n  o[lane] = __shfl_sync(__activemask(), lane, 0);\n}\n"
     )
     gated = run_portcheck(*args, "--baseline", str(baseline), "--no-cache")
     assert gated.returncode == 1 and "1 new finding" in gated.stderr

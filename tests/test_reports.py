@@ -93,7 +93,8 @@ def test_baseline_fails_only_on_new_findings(tmp_path):
     assert json.loads(same.stdout)["summary"]["new_findings"] == 0
     # A new hazard is reported as new and fails the run.
     (project / "added.cu").write_text(
-        "__global__ void k(int* x) {\n  x[threadIdx.x % 32] = 1;\n}\n"
+        "__global__ void k(int* x) {\n  int lane = threadIdx.x % 32;\n"
+        "  x[lane] = __shfl_sync(__activemask(), lane, 0);\n}\n"
     )
     added = _scan_json(project, "--baseline", str(baseline))
     assert added.returncode == 1
