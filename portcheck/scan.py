@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import time
+import types
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -430,3 +432,15 @@ def _kernels_with_needs(kernels: list[Kernel], needs: dict[Node, list[str]]) -> 
     """Kernels with the findings that reach them, most in need first."""
     ranked = [replace(k, findings=tuple(sorted(needs.get((k.path, k.name), ())))) for k in kernels]
     return tuple(sorted(ranked, key=lambda k: (-len(k.findings), k.path, k.span.line)))
+
+
+class _CallableModule(types.ModuleType):
+    """`from portcheck.scan import ScanOptions` binds this module as the package's `scan`
+    attribute, over the function `portcheck.scan(...)` means; calling the module calls
+    the function, so the library's one entry point works in any import order."""
+
+    def __call__(self, *args: object, **kwargs: object) -> Report:
+        return scan(*args, **kwargs)  # type: ignore[arg-type]
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -45,6 +45,22 @@ def _slugs(name: str) -> set[str]:
             },
         ),
         (
+            "jit_link.cpp",
+            {
+                "nvvmCompileProgram": ("nvvm", None, "unsupported"),
+                "nvvmProgram": ("nvvm", None, "unsupported"),
+                "NVVM_SUCCESS": ("nvvm", None, "unsupported"),
+                "nvJitLinkCreate": ("nvjitlink", None, "unsupported"),
+                "NVJITLINK_INPUT_LTOIR": ("nvjitlink", None, "unsupported"),
+                "nvJitLink.h": ("nvjitlink", "hip/hiprtc.h", "unsupported"),
+                "cublasXtSgemm": ("cublas", None, "unsupported"),
+                "cublasXtHandle_t": ("cublas", None, "unsupported"),
+                "cublasXt.h": ("cublas", None, "unsupported"),
+                # plain cuBLAS in the same file keeps its hipBLAS counterpart
+                "CUBLAS_OP_N": ("cublas", "HIPBLAS_OP_N", "supported"),
+            },
+        ),
+        (
             "jpeg_decode.cpp",
             {
                 "nvjpeg.h": ("nvjpeg", "rocjpeg/rocjpeg.h", "unsupported"),

@@ -82,3 +82,23 @@ def test_wheel_ships_the_rules_and_loads_them(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['libclang']"
+
+
+def test_portcheck_scan_is_callable_after_its_module_is_imported(tmp_path):
+    """A library user who imports ScanOptions first (binding the submodule as the package's
+    `scan`) still calls `portcheck.scan(path)`: before, that raised 'module is not callable'."""
+    (tmp_path / "k.cu").write_text("__global__ void k(float* x) { x[threadIdx.x] = 0; }\n")
+    code = (
+        "import sys, portcheck\n"
+        "from portcheck.scan import ScanOptions\n"
+        "report = portcheck.scan(sys.argv[1], cache=False)\n"
+        "print(len(report.files), type(ScanOptions).__name__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "type"]
