@@ -10,6 +10,7 @@ import types
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from portcheck import __version__
 from portcheck.cache import (
@@ -439,8 +440,8 @@ class _CallableModule(types.ModuleType):
     attribute, over the function `portcheck.scan(...)` means; calling the module calls
     the function, so the library's one entry point works in any import order."""
 
-    def __call__(self, *args: object, **kwargs: object) -> Report:
-        return scan(*args, **kwargs)  # type: ignore[arg-type]
+    def __call__(self, *args: Any, **kwargs: Any) -> Report:
+        return scan(*args, **kwargs)
 
 
 sys.modules[__name__].__class__ = _CallableModule
