@@ -61,6 +61,15 @@ def _slugs(name: str) -> set[str]:
             },
         ),
         (
+            "fft_errors.cpp",
+            {
+                "CUFFT_NOT_SUPPORTED": ("cufft", "HIPFFT_NOT_SUPPORTED", "supported"),
+                "CUFFT_MISSING_DEPENDENCY": ("cufft", None, "unsupported"),
+                "CUFFT_NVJITLINK_FAILURE": ("cufft", None, "unsupported"),
+                "CUFFT_NVSHMEM_FAILURE": ("cufft", None, "unsupported"),
+            },
+        ),
+        (
             "jpeg_decode.cpp",
             {
                 "nvjpeg.h": ("nvjpeg", "rocjpeg/rocjpeg.h", "unsupported"),
