@@ -203,3 +203,18 @@ def test_a_cuda_header_without_a_known_hip_counterpart_is_a_port_problem(tmp_pat
     )
     assert result.failure_class == "port-problem", result.explanation
     assert "cudla.h is a CUDA header with no known HIP counterpart" in result.explanation
+
+
+def test_a_cuda_qualifier_hip_does_not_define_is_a_port_problem(tmp_path):
+    """`__grid_constant__` (CUDA 11.7) on a kernel parameter: HIP does not define it, and
+    no rename fixes that; the rule's note says to drop it."""
+    result = _build(
+        tmp_path,
+        "params.cu",
+        "#include <cuda_runtime.h>\n\nstruct Params { float scale[256]; int n; };\n\n"
+        "__global__ void apply(__grid_constant__ const Params p, float* x) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < p.n) x[i] *= p.scale[i % 256];\n}\n",
+    )
+    assert result.failure_class == "port-problem", result.explanation
+    assert "__grid_constant__ has no HIP equivalent" in result.explanation
