@@ -1,5 +1,5 @@
 """`python -m portcheck` runs the command line."""
 
-from portcheck.cli import main
+from portcheck.cli import run
 
-main()
+run()

@@ -69,6 +69,7 @@ class ScanOptions:
     max_file_bytes: int = MAX_FILE_BYTES
     file_timeout: float | None = DEFAULT_FILE_TIMEOUT
     target: TargetProfile = ANY_TARGET  # the ROCm release and GPU judged for
+    excerpts: bool = True  # read the source around each finding (only HTML shows it)
 
     @classmethod
     def of(
@@ -84,6 +85,7 @@ class ScanOptions:
         file_timeout: float | None = DEFAULT_FILE_TIMEOUT,
         rocm: str | None = None,
         gpu: str | None = None,
+        excerpts: bool = True,
     ) -> ScanOptions:
         """Options from user input; raises ScanError with one line naming what is wrong."""
         try:
@@ -107,6 +109,7 @@ class ScanOptions:
             max_file_bytes=max_file_bytes,
             file_timeout=file_timeout or None,
             target=target_profile(rocm, gpu),
+            excerpts=excerpts,
         )
 
     @classmethod

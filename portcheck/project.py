@@ -177,6 +177,7 @@ class ProjectFacts:
         self._selectors: dict[str, tuple[frozenset[int], frozenset[int]] | None] = {}
         self._platform_names: dict[str, bool] = {}
         self._options: dict[tuple[tuple[str, ...], str | None], str] = {}
+        self._switched: dict[str, bool] = {}  # path -> any branch behind a build switch
         self.shuffle_widths = {n for ff in self.files.values() for n in ff.facts.shuffle_widths}
         self._builds_for_amd: bool | None = None
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
@@ -502,6 +503,11 @@ class ProjectFacts:
         ff = self.files.get(path)
         if ff is None or not ff.facts.branches:
             return ""
+        switched = self._switched.get(path)
+        if switched is None:  # once per file: most have no branch behind a build switch
+            switched = self._switched[path] = any(map(self._option_of, ff.facts.branches))
+        if not switched:
+            return ""
         for branch in ff.enclosing(offset):
             guard = self._option_of(branch)
             if guard:
@@ -780,6 +786,9 @@ class ProjectFacts:
                 if (path, definition.offset) in roots:
                     continue
                 if isinstance(definition, MacroDef) and definition.function_like:
+                    continue
+                lowered = definition.name.lower()  # both patterns need one of these words
+                if "warp" not in lowered and "mask" not in lowered:
                     continue
                 if WARP_WIDTH_NAME.search(definition.name):
                     slug, wanted = "warp-size-assumption", 32

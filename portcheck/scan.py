@@ -201,6 +201,7 @@ def _scan_tree(
             MEMO_VERSION,
             __version__,
             options.target.digest(),
+            "excerpts" if options.excerpts else "",
             *map(str, options.targets),
         )
         remembered = None if keep_files else _memo_get(scan_cache, slot, key, root, scanner.rules)
@@ -374,8 +375,13 @@ def _assemble(
         file_findings.sort(key=lambda f: (f.span.start_byte, f.id))
         uses.extend(kept)
         findings.extend(file_findings)
-        counted = [f for f in file_findings if not f.amd_alternative]
-        file_scores = {**scores(file_scored, counted, hip), **scores(kept, file_findings, others)}
+        # None on every route for a file with no CUDA (a Python file, a manifest): a CUDA
+        # score of 100 there would claim a port that was never needed
+        file_scores: dict[str, int | None] = dict.fromkeys(map(str, targets))
+        if kept or file_findings:
+            counted = [f for f in file_findings if not f.amd_alternative]
+            file_scores.update(scores(file_scored, counted, hip))
+            file_scores.update(scores(kept, file_findings, others))
         files.append(
             FileSummary(
                 path=path,
@@ -385,11 +391,7 @@ def _assemble(
                 uses=len(kept),
                 findings=len(file_findings),
                 parse_errors=file_scan.parse_errors,
-                # None on every route for a file with no CUDA (a Python file, a manifest):
-                # a CUDA score of 100 there would claim a port that was never needed
-                scores={
-                    str(t): file_scores[str(t)] if kept or file_findings else None for t in targets
-                },
+                scores=file_scores,
                 front_end=file_scan.front_end,
             )
         )
@@ -425,7 +427,7 @@ def _assemble(
             - {p.use.name for p in placed if not p.amd_alternative}
         ),
         amd_paths=tuple(facts.amd_paths()),
-        excerpts=read_excerpts(root, findings),
+        excerpts=read_excerpts(root, findings) if options.excerpts else (),
     )
 
 

@@ -344,8 +344,9 @@ def score_project(
         uses = [Placed(p.use, p.amd_alternative) for p in uses]
         findings = [replace(f, optional="") for f in findings]
     base: dict[str, dict[_Key, WorkItem]] = {}
+    firsts = _first_uses(uses)
     for target in map(str, targets):
-        items = base[target] = _route_items(uses, findings, target, set())
+        items = base[target] = _route_items(firsts, findings, target, set())
         coverage: int | None = None
         if not nothing:  # no items left: all of it already has an AMD path
             coverage = _percent(item.status for item in items.values()) if items else 100
@@ -371,6 +372,20 @@ def score_project(
         result.routes[target] = RouteAssessment(verdict, coverage, blockers)
     optional = _optional_components(uses, findings, targets, base)
     return replace(result, optional=optional)
+
+
+def _first_uses(uses: Sequence[Placed]) -> list[Placed]:
+    """The first use of each name in each placement (optional component, AMD path or
+    not): what work_items keeps of them whatever the route's filter, found once instead
+    of walking tens of thousands of uses per route."""
+    seen: set[tuple[str, str, bool]] = set()
+    firsts = []
+    for placed in uses:
+        key = (placed.use.name, placed.optional, placed.amd_alternative)
+        if key not in seen:
+            seen.add(key)
+            firsts.append(placed)
+    return firsts
 
 
 def _work_item_counts(items: Iterable[WorkItem]) -> WorkItems:
@@ -403,8 +418,9 @@ def _optional_components(
     components = []
     for guard in sorted(inside.keys() | guarded.keys()):
         costs: dict[str, OptionalCost] = {}
+        firsts = _first_uses(inside.get(guard, []))
         for target in map(str, targets):
-            own = _route_items(inside.get(guard, []), guarded.get(guard, []), target, {guard})
+            own = _route_items(firsts, guarded.get(guard, []), target, {guard})
             extra = [item for key, item in own.items() if key not in base[target]]
             hours = round(sum(item_hours(i.kind, i.status, target) for i in extra), 1)
             blockers = tuple(_blocker(i, target) for i in extra if blocks(i.status, target))

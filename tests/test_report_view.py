@@ -15,7 +15,9 @@ and the scan fixtures, which include files that do not parse.
 
 from __future__ import annotations
 
+import html
 import json
+import os
 import re
 from dataclasses import dataclass, field, replace
 from html.parser import HTMLParser
@@ -29,7 +31,7 @@ from portcheck.report.markdown import MARK, render_markdown
 from portcheck.report.sarif import report_to_sarif
 from portcheck.report.text import STATUS_MARK, render_text
 
-from conftest import FIXTURES
+from conftest import FIXTURES, run_portcheck
 
 TREES = {
     "hazards": FIXTURES / "hazards",
@@ -397,6 +399,24 @@ def test_html_shows_the_same_code_from_a_cached_report(tmp_path, monkeypatch):
     assert normalise(render_html(cached)) == normalise(render_html(fresh))
     assert '<pre class="hitline"' in render_html(fresh)
     assert '<script type="application/json" id="excerpts">' in render_html(fresh)
+
+
+def test_html_after_a_json_scan_from_the_cache_still_shows_the_code(tmp_path):
+    """The command line reads the code around findings only for HTML (the only format
+    that shows it); a JSON scan remembered in the cache must not hand a later HTML scan
+    a report without it."""
+    env = {**os.environ, "PORTCHECK_CACHE_DIR": str(tmp_path / "cache")}
+    tree = TREES["hazards"]
+    first = run_portcheck("scan", str(tree), "--format", "json", env=env)
+    assert first.returncode in (0, 1), first.stderr
+    page = tmp_path / "report.html"
+    second = run_portcheck("scan", str(tree), "--format", "html", "-o", str(page), env=env)
+    assert second.returncode in (0, 1), second.stderr
+    markup = page.read_text()
+    finding = json.loads(first.stdout)["findings"][0]
+    source = (tree / finding["path"]).read_text().splitlines()[finding["line"] - 1].strip()
+    assert '<pre class="hitline"' in markup
+    assert html.escape(source, quote=False) in html.unescape(markup) or source in markup
 
 
 def test_only_files_inside_the_tree_get_excerpts(tmp_path):
