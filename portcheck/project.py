@@ -482,6 +482,15 @@ class ProjectFacts:
             self._regions[ff.path] = regions
         return regions
 
+    def plain(self, path: str) -> bool:
+        """Is every offset of the file neither in an AMD path or NVIDIA-only code with one
+        (placement None) nor behind a build switch (optional_guard "")? Most files: their
+        uses then need no lookup one by one."""
+        marked = self._marked.get(path)
+        if marked is None:
+            marked = self._marked[path] = self._marked_regions(path)
+        return not marked and not self._switched_file(path)
+
     def placement(self, path: str, offset: int) -> str | None:
         """'amd' inside an AMD path, 'nvidia' in NVIDIA-only code with an AMD alternative."""
         marked = self._marked.get(path)
@@ -501,18 +510,22 @@ class ProjectFacts:
         GGML_USE_NCCL`), or "" when every NVIDIA build compiles it: an optional component,
         which the scores leave out and the reports cost apart (docs/scoring.md)."""
         ff = self.files.get(path)
-        if ff is None or not ff.facts.branches:
-            return ""
-        switched = self._switched.get(path)
-        if switched is None:  # once per file: most have no branch behind a build switch
-            switched = self._switched[path] = any(map(self._option_of, ff.facts.branches))
-        if not switched:
+        if ff is None or not self._switched_file(path):
             return ""
         for branch in ff.enclosing(offset):
             guard = self._option_of(branch)
             if guard:
                 return guard
         return ""
+
+    def _switched_file(self, path: str) -> bool:
+        """Has the file any branch behind a build switch? Once per file: most have none."""
+        switched = self._switched.get(path)
+        if switched is None:
+            ff = self.files.get(path)
+            branches = ff.facts.branches if ff is not None else ()
+            switched = self._switched[path] = any(map(self._option_of, branches))
+        return switched
 
     def _option_of(self, branch: Branch) -> str:
         """The build switch a branch is taken only with: a macro it tests that the

@@ -129,8 +129,12 @@ def scan_files(
         options.front_end,
         os.path.abspath(base),
     )
-    with fewer_collections():
-        report, files = _scan_tree(root, options, scanner, progress, keep_files)
+    scanner.warm_up()
+    try:
+        with fewer_collections():
+            report, files = _scan_tree(root, options, scanner, progress, keep_files)
+    finally:
+        scanner.finish_warming()  # no thread outlives the scan (nor meets a fork)
     root_uri = Path(base).resolve().as_uri().rstrip("/") + "/"
     return replace(report, seconds=time.perf_counter() - started, root_uri=root_uri), files
 
@@ -340,18 +344,22 @@ def _assemble(
         path = file_scan.path
         kept: list[Use] = []
         file_scored: list[Use] = []  # HIP's: not those in NVIDIA-only code with an AMD path
-        for use in file_scan.uses:
-            if not is_cuda(use):
-                continue
-            place = facts.placement(path, use.span.start_byte)
-            if place == "amd":
-                continue  # the project's own AMD code
-            kept.append(use)
-            placed.append(
-                Placed(use, place == "nvidia", facts.optional_guard(path, use.span.start_byte))
-            )
-            if place is None:
-                file_scored.append(use)
+        plain = facts.plain(path)  # no AMD path, no build switch: nothing to place
+        if plain:
+            kept = file_scored = [use for use in file_scan.uses if is_cuda(use)]
+            placed.extend(Placed(use) for use in kept)
+        else:
+            for use in file_scan.uses:
+                if not is_cuda(use):
+                    continue
+                place = facts.placement(path, use.span.start_byte)
+                if place == "amd":
+                    continue  # the project's own AMD code
+                kept.append(use)
+                guard = facts.optional_guard(path, use.span.start_byte)
+                placed.append(Placed(use, place == "nvidia", guard))
+                if place is None:
+                    file_scored.append(use)
         file_findings = []
         # An unknown-api finding sits at the first use of its name: it goes with the name
         # when another file of the project defines it (the file's check could not know).
@@ -362,14 +370,15 @@ def _assemble(
                 and unknown_names.get(finding.span.start_byte) in own_names
             ):
                 continue
-            place = facts.placement(path, finding.span.start_byte)
-            if place == "amd":
-                continue
-            if place == "nvidia":
-                finding = replace(finding, amd_alternative=True)
-            guard = facts.optional_guard(path, finding.span.start_byte)
-            if guard:
-                finding = replace(finding, optional=guard)
+            if not plain:
+                place = facts.placement(path, finding.span.start_byte)
+                if place == "amd":
+                    continue
+                if place == "nvidia":
+                    finding = replace(finding, amd_alternative=True)
+                guard = facts.optional_guard(path, finding.span.start_byte)
+                if guard:
+                    finding = replace(finding, optional=guard)
             finding = judge(finding)
             file_findings.append(attributed(finding) if finding.function else finding)
         file_findings.sort(key=lambda f: (f.span.start_byte, f.id))
