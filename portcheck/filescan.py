@@ -21,7 +21,6 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -44,7 +43,7 @@ from portcheck.model import (
 )
 from portcheck.parse import count_lines, decode_source, parse_cuda
 from portcheck.parse.text import LineIndex
-from portcheck.parse.treesitter import structure_captures, structure_query
+from portcheck.parse.treesitter import structure_captures
 from portcheck.preproc import (
     EMPTY_FACTS,
     PreprocFacts,
@@ -112,34 +111,13 @@ class FileScanner:
         self.front_end = front_end
         self.root = root
         self.extractor = Extractor(rules)
-        self.warming: threading.Thread | None = None
 
     def prepare(self) -> None:
         """Build the lookup tables and compile the queries now (before worker processes
         fork, so they inherit them instead of each building its own), and import the
         CUDA checks (each worker importing them on its first file cost ~0.05 s apiece)."""
-        self.finish_warming()
         self.extractor.prepare()
         registered_checks(Language.CUDA)
-
-    def warm_up(self) -> None:
-        """Start compiling the tree-sitter queries on another thread: C code that lets
-        go of the interpreter lock, so its ~40 ms run beside the rules' loading and the
-        tree's discovery instead of before the first file. `prepare` (and so any fork of
-        worker processes) waits for it; call finish_warming when done in any case."""
-        from portcheck.checks.syntax import device_query
-
-        def compile_queries() -> None:
-            structure_query()
-            device_query()
-
-        if self.warming is None:
-            self.warming = threading.Thread(target=compile_queries, name="queries", daemon=True)
-            self.warming.start()
-
-    def finish_warming(self) -> None:
-        if self.warming is not None:
-            self.warming.join()
 
     def scan(self, path: str, language: Language, raw: bytes) -> FileScan:
         """One file's FileScan; `path` is relative to the scanned folder."""

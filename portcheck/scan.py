@@ -129,12 +129,8 @@ def scan_files(
         options.front_end,
         os.path.abspath(base),
     )
-    scanner.warm_up()
-    try:
-        with fewer_collections():
-            report, files = _scan_tree(root, options, scanner, progress, keep_files)
-    finally:
-        scanner.finish_warming()  # no thread outlives the scan (nor meets a fork)
+    with fewer_collections():
+        report, files = _scan_tree(root, options, scanner, progress, keep_files)
     root_uri = Path(base).resolve().as_uri().rstrip("/") + "/"
     return replace(report, seconds=time.perf_counter() - started, root_uri=root_uri), files
 
