@@ -210,6 +210,8 @@ def run() -> None:
     else:
         print(status, file=sys.stderr)  # what sys.exit("message") prints
         code = 1
+    if sys.getprofile() is not None or sys.gettrace() is not None:
+        raise SystemExit(code)  # a profiler or coverage writes its data at the usual exit
     atexit._run_exitfuncs()
     try:
         sys.stdout.flush()

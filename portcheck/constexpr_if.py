@@ -96,7 +96,8 @@ ALIAS = re.compile(rb"\busing\s+([A-Za-z_]\w*)\s*=|\btypedef\b[^;{}]*?\b([A-Za-z
 def constexpr_branches(ctx: Context) -> tuple[Branch, ...]:
     """The branches of every `if constexpr` in the file, with tests the project can
     evaluate (see the module docstring); none when the file has no `if constexpr`."""
-    if ctx.root is None or IF_CONSTEXPR.search(ctx.data) is None:
+    # The substring test first: a regex that starts with `\b` is tried at every position.
+    if ctx.root is None or b"constexpr" not in ctx.data or IF_CONSTEXPR.search(ctx.data) is None:
         return ()
     aliases = {(m.group(1) or m.group(2)).decode() for m in ALIAS.finditer(ctx.data)}
     found: list[Branch] = []
