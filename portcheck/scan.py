@@ -32,6 +32,7 @@ from portcheck.model import (
     Kernel,
     Report,
     Skipped,
+    Span,
     Target,
     Use,
 )
@@ -228,7 +229,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-9"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-10"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -334,10 +335,18 @@ def _assemble(
                 answers.setdefault(file_scan.path, []).append(found)
     for finding in facts.definition_findings():
         answers.setdefault(finding.path, []).append(finding)
+    # A copy of a CUDA library in the tree is one item (use ROCm's counterpart), reported
+    # once; its own uses and findings are the library's, not the project's work.
+    vendored = _vendored_copies(scans)
+    copies: dict[str, list[FileScan]] = {}
     for file_scan in scans:
         if file_scan.facts_only and file_scan.path not in answers:
             continue
         path = file_scan.path
+        root_of_copy = _vendored_root(path, vendored) if vendored else None
+        if root_of_copy is not None:
+            copies.setdefault(root_of_copy, []).append(file_scan)
+            continue
         kept: list[Use] = []
         file_scored: list[Use] = []  # HIP's: not those in NVIDIA-only code with an AMD path
         plain = facts.plain(path)  # no AMD path, no build switch: nothing to place
@@ -400,7 +409,37 @@ def _assemble(
                 front_end=file_scan.front_end,
             )
         )
-    kernels = _kernels_with_needs([k for s in scans for k in s.kernels], needs)
+    for root_of_copy, members in sorted(copies.items()):
+        library, counterpart = vendored[root_of_copy]
+        members.sort(key=lambda m: m.path)
+        used = sum(len(m.uses) for m in members)
+        finding = judge(
+            _vendored_finding(
+                root_of_copy, library, counterpart, members[0].path, (len(members), used)
+            )
+        )
+        findings.append(finding)
+        for member in members:
+            count = 1 if member is members[0] else 0
+            files.append(
+                FileSummary(
+                    path=member.path,
+                    language=member.language,
+                    lines=member.lines,
+                    encoding=member.encoding,
+                    uses=0,
+                    findings=count,
+                    parse_errors=member.parse_errors,
+                    scores=dict.fromkeys(map(str, targets)),
+                    front_end=member.front_end,
+                )
+            )
+    if copies:
+        files.sort(key=lambda f: f.path)
+        findings.sort(key=lambda f: f.path)  # stable: each file's findings keep their order
+    kernels = _kernels_with_needs(
+        [k for s in scans if _vendored_root(s.path, vendored) is None for k in s.kernels], needs
+    )
     not_applicable = options.target.not_applicable(targets)
     scored = score_project(placed, findings, targets, not_applicable)
     notebooks = {s.path: s.cells for s in scans if s.cells}
@@ -433,6 +472,67 @@ def _assemble(
         ),
         amd_paths=tuple(facts.amd_paths()),
         excerpts=read_excerpts(root, findings) if options.excerpts else (),
+    )
+
+
+# A folder of the tree named like a CUDA library: (the rules' family, ROCm's counterpart).
+VENDORED_LIBRARIES = {
+    "cub": ("cub", "hipCUB"),
+    "thrust": ("thrust", "rocThrust"),
+    "cutlass": ("cutlass", "composable_kernel or rocWMMA"),
+    "cute": ("cutlass", "composable_kernel or rocWMMA"),
+    "libcudacxx": ("libcudacxx", "libhipcxx"),
+}
+
+
+def _vendored_copies(scans: Sequence[FileScan]) -> dict[str, tuple[str, str]]:
+    """Copies of CUDA libraries kept in the tree (`3rdparty/cub/`): a folder named like the
+    library holding a file that defines one of the library's own names (`#define
+    CUB_ALIGN`, as the rules know them). -> {folder: (library, ROCm counterpart)}. None
+    when nothing in the tree lies outside such folders (the scanned project is the library
+    itself, whose port is the point)."""
+    family_of = {u.name: u.family for scan in scans for u in scan.uses if u.rule is not None}
+    roots: dict[str, tuple[str, str]] = {}
+    for scan in scans:
+        folders = PurePosixPath(scan.path).parts[:-1]
+        for depth, folder in enumerate(folders):
+            known = VENDORED_LIBRARIES.get(folder)
+            if known is None:
+                continue
+            if any(family_of.get(name) == known[0] for name in scan.definitions):
+                roots.setdefault("/".join(folders[: depth + 1]), known)
+            break
+    own_code = any(
+        s.uses and s.language.is_source and _vendored_root(s.path, roots) is None for s in scans
+    )
+    return roots if own_code else {}
+
+
+def _vendored_root(path: str, roots: dict[str, tuple[str, str]]) -> str | None:
+    return next((root for root in roots if path.startswith(root + "/")), None)
+
+
+def _vendored_finding(
+    root: str, library: str, counterpart: str, first: str, counts: tuple[int, int]
+) -> Finding:
+    """One library-port finding for a library copy, at the start of its first file."""
+    from portcheck.checks import catalogue, line_fingerprint_of_text
+
+    spec = catalogue()["library-port"]
+    files, used = counts
+    name = {"cub": "CUB", "thrust": "Thrust", "cutlass": "CUTLASS/CuTe"}.get(library, library)
+    return Finding(
+        id=spec.id,
+        slug=spec.slug,
+        severity=spec.severity,
+        path=first,
+        span=Span(1, 1, 1, 1, 0, 0),
+        message=f"`{root}/` is a copy of {name} kept in the tree ({files} file(s), {used} CUDA "
+        f"use(s)): build against {counterpart} (ROCm) instead of porting the copy line by line",
+        targets=spec.cuda_targets,
+        help_url=spec.help_url,
+        fix=f"Remove the copy and use {counterpart}; port only the project's own calls into it.",
+        fingerprint=line_fingerprint_of_text(spec.slug, root, f"vendored {library}"),
     )
 
 
