@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import sys
 import time
@@ -24,9 +25,11 @@ from portcheck.cache import (
 from portcheck.checks.apis import UNKNOWN_API
 from portcheck.discover import MAX_FILE_BYTES, Candidate, discover
 from portcheck.excerpts import read_excerpts
+from portcheck.extract import CUDA_SHAPE
 from portcheck.filescan import FileScan, FileScanner
 from portcheck.graph import Node, build_call_graph, kernels_reaching
 from portcheck.model import (
+    AmdPath,
     FileSummary,
     Finding,
     Kernel,
@@ -53,7 +56,7 @@ from portcheck.runner import (
     fewer_collections,
     scan_candidates,
 )
-from portcheck.score import Placed, score_project, scores
+from portcheck.score import NAME_HAZARDS, Placed, score_project, scores
 from portcheck.wire import WireError, decode_report, encode_report
 
 ProgressCallback = Callable[[int, int, str], None]  # (done, total, current path)
@@ -339,6 +342,9 @@ def _assemble(
     # once; its own uses and findings are the library's, not the project's work.
     vendored = _vendored_copies(scans)
     copies: dict[str, list[FileScan]] = {}
+    # `#define cudaMemcpy hipMemcpy` (ggml's vendors/hip.h): the project's own rename for
+    # its AMD build, so the name's uses already have an AMD path and cost nothing on HIP.
+    shimmed, shim_files = _renamed_for_hip(scans)
     for file_scan in scans:
         if file_scan.facts_only and file_scan.path not in answers:
             continue
@@ -347,12 +353,32 @@ def _assemble(
         if root_of_copy is not None:
             copies.setdefault(root_of_copy, []).append(file_scan)
             continue
+        if path in shim_files:  # the AMD build's own header: nothing in it is CUDA work
+            files.append(
+                FileSummary(
+                    path=path,
+                    language=file_scan.language,
+                    lines=file_scan.lines,
+                    encoding=file_scan.encoding,
+                    uses=0,
+                    findings=0,
+                    parse_errors=file_scan.parse_errors,
+                    scores=dict.fromkeys(map(str, targets)),
+                    front_end=file_scan.front_end,
+                )
+            )
+            continue
         kept: list[Use] = []
         file_scored: list[Use] = []  # HIP's: not those in NVIDIA-only code with an AMD path
         plain = facts.plain(path)  # no AMD path, no build switch: nothing to place
         if plain:
-            kept = file_scored = [use for use in file_scan.uses if is_cuda(use)]
-            placed.extend(Placed(use) for use in kept)
+            kept = [use for use in file_scan.uses if is_cuda(use)]
+            if shimmed:
+                placed.extend(Placed(use, use.name in shimmed) for use in kept)
+                file_scored = [use for use in kept if use.name not in shimmed]
+            else:
+                placed.extend(Placed(use) for use in kept)
+                file_scored = kept
         else:
             for use in file_scan.uses:
                 if not is_cuda(use):
@@ -362,19 +388,23 @@ def _assemble(
                     continue  # the project's own AMD code
                 kept.append(use)
                 guard = facts.optional_guard(path, use.span.start_byte)
-                placed.append(Placed(use, place == "nvidia", guard))
-                if place is None:
+                renamed = use.name in shimmed
+                placed.append(Placed(use, place == "nvidia" or renamed, guard))
+                if place is None and not renamed:
                     file_scored.append(use)
         file_findings = []
         # An unknown-api finding sits at the first use of its name: it goes with the name
         # when another file of the project defines it (the file's check could not know).
         unknown_names = {u.span.start_byte: u.name for u in file_scan.uses if u.rule is None}
+        used_at = {u.span.start_byte: u.name for u in file_scan.uses} if shimmed else {}
         for finding in [*file_scan.findings, *answers.get(path, ())]:
             if (
                 finding.slug == UNKNOWN_API
                 and unknown_names.get(finding.span.start_byte) in own_names
             ):
                 continue
+            if finding.slug in NAME_HAZARDS and used_at.get(finding.span.start_byte) in shimmed:
+                finding = replace(finding, amd_alternative=True)
             if not plain:
                 place = facts.placement(path, finding.span.start_byte)
                 if place == "amd":
@@ -470,7 +500,15 @@ def _assemble(
             {p.use.name for p in placed if p.amd_alternative}
             - {p.use.name for p in placed if not p.amd_alternative}
         ),
-        amd_paths=tuple(facts.amd_paths()),
+        amd_paths=tuple(
+            sorted(
+                [
+                    *facts.amd_paths(),
+                    *(AmdPath(p, 1, n, SHIM_GUARD) for p, n in shim_files.items()),
+                ],
+                key=lambda a: (a.path, a.start_line),
+            )
+        ),
         excerpts=read_excerpts(root, findings) if options.excerpts else (),
     )
 
@@ -506,6 +544,38 @@ def _vendored_copies(scans: Sequence[FileScan]) -> dict[str, tuple[str, str]]:
         s.uses and s.language.is_source and _vendored_root(s.path, roots) is None for s in scans
     )
     return roots if own_code else {}
+
+
+# The body of a macro that renames a CUDA name to ROCm's: one HIP/ROCm identifier.
+HIP_RENAME = re.compile(r"(?:hip|HIP|__hip|roc|ROC|miopen|MIOPEN|rccl)\w*")
+
+
+def _renamed_for_hip(scans: Sequence[FileScan]) -> tuple[frozenset[str], dict[str, int]]:
+    """CUDA names the project itself maps to HIP's (`#define cudaMemcpy hipMemcpy`,
+    `#define CUBLAS_OP_N HIPBLAS_OP_N`): a definition only an AMD build can mean. And the
+    files that hold at least SHIM_RENAMES of them, with their line counts: headers written
+    for the AMD build (ggml's vendors/hip.h), AMD code in full."""
+    known = {u.name for scan in scans for u in scan.uses if u.rule is not None}
+    names: set[str] = set()
+    shims: dict[str, int] = {}
+    for scan in scans:
+        if scan.preproc is None:
+            continue
+        renames = {
+            macro.name
+            for macro in scan.preproc.macros
+            if not macro.function_like
+            and (macro.name in known or CUDA_SHAPE.fullmatch(macro.name))
+            and HIP_RENAME.fullmatch(macro.body)
+        }
+        names |= renames
+        if len(renames) >= SHIM_RENAMES:
+            shims[scan.path] = scan.lines
+    return frozenset(names), shims
+
+
+SHIM_RENAMES = 3  # renames that make a file a HIP compatibility header
+SHIM_GUARD = "(the whole file: it renames CUDA names to HIP's)"  # its AmdPath's guard
 
 
 def _vendored_root(path: str, roots: dict[str, tuple[str, str]]) -> str | None:

@@ -307,3 +307,23 @@ def test_a_copy_of_cub_in_the_tree_is_one_library_port_not_hundreds_of_findings(
     alone = portcheck.scan(tree / "third_party" / "cub", cache=False)
     assert {f.slug for f in alone.findings} >= {"warp-size-assumption", "lane-mask-width"}
     assert "library-port" not in {f.slug for f in alone.findings}
+
+
+def test_names_the_project_renames_to_hip_already_have_an_amd_path(tmp_path):
+    """`#define cudaMemcpyAsync hipMemcpyAsync` in a header for the AMD build: those names
+    cost nothing more on HIP, and the header itself is AMD code (an AMD path). A name the
+    header does not rename (`cudaMallocManaged`) is still work."""
+    tree = FIXTURES / "vendored" / "renames"
+    report = portcheck.scan(tree, cache=False)
+    whole = [(p.path, p.start_line) for p in report.amd_paths if p.path == "gpu/hip_compat.h"]
+    assert whole == [("gpu/hip_compat.h", 1)]
+    assert not [u for u in report.uses if u.path == "gpu/hip_compat.h"]
+    assert [(f.slug, f.amd_alternative) for f in report.findings] == [("managed-memory", False)]
+    copy = tmp_path / "renames"
+    shutil.copytree(tree, copy)
+    (copy / "gpu" / "hip_compat.h").unlink()
+    without = portcheck.scan(copy, cache=False)
+    renames = report.effort["hip"].categories["rename-only"].items
+    assert without.effort["hip"].categories["rename-only"].items - renames == 7
+    # ZLUDA and SCALE run the CUDA code as written: the header changes nothing for them
+    assert report.effort["scale"] == without.effort["scale"]
