@@ -354,3 +354,22 @@ def test_torch_version_cuda_is_reported_where_it_breaks_not_where_it_is_tested(t
     # parsing breaks on ROCm (None); a test of the build is fine where ROCm has its branch,
     # and sends ROCm to the CPU where it has none
     assert found == {("aware.py", 10), ("unaware.py", 3)}
+
+
+def test_a_package_listing_its_own_extras_gets_no_finding_about_itself(tmp_path):
+    """unsloth's pyproject lists `unsloth[huggingface]` in its extras: the package table's
+    verdict on unsloth is for projects that use it, not for unsloth itself. A real
+    dependency on the same kind of line is still judged."""
+    (tmp_path / "unsloth").mkdir()
+    (tmp_path / "unsloth" / "__init__.py").write_text("import torch\n\n__version__ = '1.0'\n")
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "unsloth"\nversion = "1.0"\ndependencies = ["torch"]\n\n'
+        "[project.optional-dependencies]\n"
+        'huggingface = ["transformers", "bitsandbytes==0.45.5"]\n'
+        'colab = ["unsloth[huggingface]"]\n'
+        'all = [\n    "unsloth[huggingface]",\n    "unsloth[colab]",\n]\n'
+    )
+    python = portcheck.scan(tmp_path, cache=False).python
+    about = [f.message for f in python.findings if f.slug == "cuda-only-package"]
+    assert about and all("`unsloth" not in message for message in about), about
+    assert any("bitsandbytes==0.45.5" in message for message in about)

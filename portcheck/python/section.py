@@ -88,8 +88,16 @@ def python_section(
     ]
     uses = [u for s in python for u in s.py_uses if u.name.split(".")[0] not in own]
     wheels = _wheel_advice(target, dependencies, uses)
+    # Nor is a finding about such a line (`unsloth[huggingface]` judged by the package
+    # table's entry for unsloth, 87 times in unsloth's own pyproject.toml).
+    own_lines = {(d.path, d.line) for s in python for d in s.dependencies} - {
+        (d.path, d.line) for d in dependencies
+    }
     findings = [
-        _with_wheel_fix(target.judge_python(f), wheels) for s in python for f in s.py_findings
+        _with_wheel_fix(target.judge_python(f), wheels)
+        for s in python
+        for f in s.py_findings
+        if not (f.slug == "cuda-only-package" and (f.path, f.span.line) in own_lines)
     ]
     not_applicable = _not_applicable(dependencies, uses, findings, where)
     # Unknown packages are listed but not scored: most are CPU-only libraries that no
