@@ -59,6 +59,9 @@ AMD_GUARDS = frozenset(
     }
 )
 AMD_GUARD_PATTERN = re.compile(r"__gfx\d+[a-z0-9]*__|__GFX\d+__")  # __gfx90a__, __gfx942__
+# Of AMD_GUARDS, those a hipcc build defines in its device pass only (the host pass of the
+# same build does not): AMD code either way, but not taken by every AMD compilation.
+AMD_PASS_GUARDS = frozenset({"__HIP_DEVICE_COMPILE__", "__AMDGCN__", "__AMDGPU__"})
 # The CUDA toolkit's version macros: a hipcc build does not define them (HIP has
 # HIP_VERSION), unless the project does so itself.
 NVIDIA_TOOLKIT_MACROS = frozenset(
@@ -842,6 +845,12 @@ def unless_defined(name: str, amd: bool) -> object:
     wavefront width."""
     if amd and WAVEFRONT_MACRO.search(name):
         return AMD_WAVEFRONT
+    if name in AMD_PASS_GUARDS or AMD_GUARD_PATTERN.fullmatch(name):
+        # `__gfx90a__`, `__GFX9__`: set only when compiling for that GPU; `__AMDGCN__`,
+        # `__HIP_DEVICE_COMPILE__`: only in the device pass. Some AMD builds take the
+        # branch, some not (FBGEMM's `#elif defined(__GFX9__) 64 #elif
+        # defined(__HIP_DEVICE_COMPILE__) 32` is AMD code both ways); NVIDIA never.
+        return None if amd else UNDEFINED
     if is_amd_guard(name) or looks_like_amd_guard(name):
         return 1 if amd else UNDEFINED
     if name in NVIDIA_ONLY or name in NVIDIA_TOOLKIT_MACROS or looks_like_nvidia_guard(name):

@@ -236,7 +236,7 @@ class ProjectFacts:
 
     def _macro(self, name: str, amd: bool) -> object:
         if is_amd_guard(name):
-            return 1 if amd else UNDEFINED
+            return unless_defined(name, amd)  # 1 for AMD (unknown: per GPU or pass), else undefined
         if name in NVIDIA_ONLY:
             return UNDEFINED if amd else None
         definitions = self._macro_defs.get(name)
