@@ -626,7 +626,14 @@ class Extractor:
                 variables.add(name)
             return
 
-        if parent is not None and ptype in ("qualified_identifier", "nested_namespace_specifier"):
+        if (
+            parent is not None
+            and ptype in ("qualified_identifier", "nested_namespace_specifier")
+            # `DEVICE_INLINE __nv_bfloat16 to_bfloat16(float v)`: the grammar, misled by the
+            # macro, reads `__nv_bfloat16 to_bfloat16` as a qualified name with no `::` in
+            # it; the type is an ordinary use of its own name.
+            and b"::" in (parent.text or b"")
+        ):
             scope = parent.child_by_field_name("scope")
             if scope is None or scope.type == "::":
                 pass  # `::cudaFree`: global scope, an ordinary use

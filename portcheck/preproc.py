@@ -233,6 +233,9 @@ class PreprocFacts(NamedTuple):
     shuffle_widths: tuple[str, ...] = ()
     # `if constexpr` branches, as conditional branches (portcheck.constexpr_if)
     constexpr_branches: tuple[Branch, ...] = ()
+    # Names given a HIP type (`using __nv_bfloat16 = hip_bfloat16;`, `typedef __hip_fp8_e4m3
+    # __nv_fp8_e4m3;`): the project's own spelling of a CUDA type for its AMD build.
+    hip_aliases: tuple[str, ...] = ()
 
 
 EMPTY_FACTS = PreprocFacts((), (), ())
@@ -360,7 +363,20 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
     branches.sort(key=lambda b: b.start_byte)
     invocations = tuple(_platform_invocations(masked)) if b"(" in masked else ()
     widths = tuple(sorted(shuffle_width_names(masked))) if b"__shfl" in masked else ()
-    return PreprocFacts(tuple(branches), tuple(macros), tuple(constants), invocations, widths)
+    aliases = (
+        tuple(sorted({(m.group(1) or m.group(2)).decode() for m in HIP_ALIAS.finditer(masked)}))
+        if b"hip" in masked or b"HIP" in masked
+        else ()
+    )
+    return PreprocFacts(
+        tuple(branches), tuple(macros), tuple(constants), invocations, widths, (), aliases
+    )
+
+
+HIP_ALIAS = re.compile(
+    rb"\busing\s+([A-Za-z_]\w*)\s*=\s*(?:struct\s+)?(?:hip|HIP|__hip)\w*\s*;"
+    rb"|\btypedef\s+(?:struct\s+)?(?:hip|HIP|__hip)\w*\s+([A-Za-z_]\w*)\s*;"
+)
 
 
 SHUFFLE = re.compile(rb"\b__shfl(?:_xor|_up|_down)?(_sync)?\s*\(")

@@ -403,7 +403,7 @@ def _assemble(
                 and unknown_names.get(finding.span.start_byte) in own_names
             ):
                 continue
-            if finding.slug in NAME_HAZARDS and used_at.get(finding.span.start_byte) in shimmed:
+            if finding.slug in AT_THE_NAME and used_at.get(finding.span.start_byte) in shimmed:
                 finding = replace(finding, amd_alternative=True)
             if not plain:
                 place = facts.placement(path, finding.span.start_byte)
@@ -569,12 +569,20 @@ def _renamed_for_hip(scans: Sequence[FileScan]) -> tuple[frozenset[str], dict[st
             and HIP_RENAME.fullmatch(macro.body)
         }
         names |= renames
+        names.update(
+            alias
+            for alias in scan.preproc.hip_aliases
+            if alias in known or CUDA_SHAPE.fullmatch(alias)
+        )
         if len(renames) >= SHIM_RENAMES:
             shims[scan.path] = scan.lines
     return frozenset(names), shims
 
 
 SHIM_RENAMES = 3  # renames that make a file a HIP compatibility header
+# Hazards about a name itself (no HIP equivalent, unknown, its FP8 encoding): a project that
+# spells the name as a HIP one for its AMD build has chosen what it is there.
+AT_THE_NAME = NAME_HAZARDS | {"fp8-format"}
 SHIM_GUARD = "(the whole file: it renames CUDA names to HIP's)"  # its AmdPath's guard
 
 

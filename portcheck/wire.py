@@ -360,6 +360,7 @@ PREPROC = Record(
         ("invocations", INVOCATION.tuple),
         ("shuffle_widths", STR_TUPLE),
         ("constexpr_branches", BRANCH.tuple),
+        ("hip_aliases", STR_TUPLE),
     ],
 )
 PENDING = Record(

@@ -327,3 +327,19 @@ def test_names_the_project_renames_to_hip_already_have_an_amd_path(tmp_path):
     assert without.effort["hip"].categories["rename-only"].items - renames == 7
     # ZLUDA and SCALE run the CUDA code as written: the header changes nothing for them
     assert report.effort["scale"] == without.effort["scale"]
+
+
+def test_a_cuda_type_after_a_qualifier_macro_is_a_known_type_not_an_unknown_name(tmp_path):
+    """`DEVICE_INLINE __nv_bfloat16 to_bf16(float v)`: the grammar reads the type and the
+    function name as one qualified name without `::`; the type is still CUDA's bf16."""
+    (tmp_path / "convert.cuh").write_text(
+        "#pragma once\n#include <cuda_bf16.h>\n"
+        "#define DEVICE_INLINE __device__ inline __attribute__((always_inline))\n\n"
+        "DEVICE_INLINE __nv_bfloat16 to_bf16(float v) {\n  return __float2bfloat16(v);\n}\n\n"
+        "DEVICE_INLINE __nv_bfloat162 to_bf16_2(float2 v) {\n"
+        "  return __halves2bfloat162(to_bf16(v.x), to_bf16(v.y));\n}\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    assert not [f for f in report.findings if f.slug == "unknown-api"]
+    types = {u.name: u.rule is not None for u in report.uses if u.name.startswith("__nv_")}
+    assert types == {"__nv_bfloat16": True, "__nv_bfloat162": True}
