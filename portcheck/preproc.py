@@ -93,7 +93,8 @@ NVIDIA_ONLY = frozenset(
 # time on cuda-samples).
 MASKED = re.compile(
     rb"//[^\n]*|/\*[^*]*(?:\*+[^*/][^*]*)*(?:\*+/|\**\Z)"
-    rb"|\"[^\"\\\n]*(?:\\.[^\"\\\n]*)*(?:\"|$)|'[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|$)",
+    # a quote after a digit is a C++14 digit separator (`0xff'ff'ff'ffu`), not a literal
+    rb"|\"[^\"\\\n]*(?:\\.[^\"\\\n]*)*(?:\"|$)|(?<![0-9A-Fa-f])'[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|$)",
     re.DOTALL | re.MULTILINE,
 )
 # The rest of the directive runs to the end of the line, over backslash-newlines; written
@@ -117,7 +118,7 @@ CONSTANT_FUNCTION = re.compile(
     rb"\s*(?:const\s*)?(?:noexcept\s*)?\{\s*return\s+([^;{}]{1,100}?)\s*;\s*\}"
 )
 # `const int tid = threadIdx.x;`, `const float* p = a[i];`: locals, not constants.
-NOT_CONSTANT = re.compile(rb"[.\[\]\"']|->")
+NOT_CONSTANT = re.compile(rb"[.\[\]\"]|->|'(?![0-9A-Fa-f])|(?<![0-9A-Fa-f])'")
 ENUM_CONSTANT = re.compile(rb"\benum\b[^{;]*\{([^{}]{1,2000})\}")
 
 # Python's regex engine finds a pattern that begins with a literal at memchr speed, but tries
@@ -498,7 +499,9 @@ def _enum_constants(data: bytes, masked: bytes) -> Iterable[ConstantDef]:
 # -- evaluation ---------------------------------------------------------------------------
 
 TOKEN = re.compile(
-    r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|\d+)[uUlL]*|(?P<name>[A-Za-z_]\w*)"
+    # C++14 digit separators (`0xff'ff'ff'ffu`, `1'000`) are part of a number
+    r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+(?:'[0-9a-fA-F]+)*|\d+(?:'\d+)*)[uUlL]*"
+    r"|(?P<name>[A-Za-z_]\w*)"
     r"|(?P<op>&&|\|\||==|!=|<=|>=|<<|>>|[!<>()+\-*/%&|^~?:,]))"
 )
 UNKNOWN = None
@@ -628,7 +631,7 @@ class _Compiler:
         if text == "+":
             return self.unary()
         if kind == "num":
-            return _constant(int(text, 0))
+            return _constant(int(text.replace("'", ""), 0))
         if kind == "name":
             if text in ("true", "false"):
                 return _constant(int(text == "true"))

@@ -12,8 +12,9 @@ from portcheck import preproc
 from portcheck.project import _FileFacts
 
 # The patterns as first written: slower, and the definition of what the fast ones match.
-PLAIN_MASKED = re.compile(
-    rb"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:\\.|[^\"\\\n])*(?:\"|$)|'(?:\\.|[^'\\\n])*(?:'|$)",
+PLAIN_MASKED = re.compile(  # a quote after a hex digit is a C++14 digit separator
+    rb"//[^\n]*|/\*.*?(?:\*/|\Z)|\"(?:\\.|[^\"\\\n])*(?:\"|$)"
+    rb"|(?<![0-9A-Fa-f])'(?:\\.|[^'\\\n])*(?:'|$)",
     re.DOTALL | re.MULTILINE,
 )
 PLAIN_DIRECTIVE = re.compile(
@@ -39,6 +40,7 @@ TRICKY = [
     b"a #if not a directive\n#ifdef B\n#endif",
     b"xconst int a = 1; const int b = 2;\nenum E { A = 1 }; myenum { B = 2 };",
     b"constexpr int w() { return 32; } const_cast<int>(x); static const unsigned M = 0xffu;",
+    b"const unsigned m = 0xff'ff'ff'ffu; char c = 'x'; int n = 1'000; // 'q'",
 ]
 
 
