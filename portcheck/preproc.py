@@ -93,8 +93,11 @@ NVIDIA_ONLY = frozenset(
 # time on cuda-samples).
 MASKED = re.compile(
     rb"//[^\n]*|/\*[^*]*(?:\*+[^*/][^*]*)*(?:\*+/|\**\Z)"
-    # a quote after a digit is a C++14 digit separator (`0xff'ff'ff'ffu`), not a literal
-    rb"|\"[^\"\\\n]*(?:\\.[^\"\\\n]*)*(?:\"|$)|(?<![0-9A-Fa-f])'[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|$)",
+    # a quote after a digit is a C++14 digit separator (`0xff'ff'ff'ffu`), not a literal;
+    # tested after the quote, so that the engine still finds every alternative by its
+    # first character (a lookbehind in front made masking 3.6 times slower)
+    rb"|\"[^\"\\\n]*(?:\\.[^\"\\\n]*)*(?:\"|$)"
+    rb"|'(?<![0-9A-Fa-f]')[^'\\\n]*(?:\\.[^'\\\n]*)*(?:'|$)",
     re.DOTALL | re.MULTILINE,
 )
 # The rest of the directive runs to the end of the line, over backslash-newlines; written
@@ -365,7 +368,16 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
     invocations = tuple(_platform_invocations(masked)) if b"(" in masked else ()
     widths = tuple(sorted(shuffle_width_names(masked))) if b"__shfl" in masked else ()
     aliases = (
-        tuple(sorted({(m.group(1) or m.group(2)).decode() for m in HIP_ALIAS.finditer(masked)}))
+        tuple(
+            sorted(
+                {
+                    m.group(1).decode()
+                    for pattern in HIP_ALIASES
+                    for m in pattern.finditer(masked)
+                    if not masked[m.start() - 1 : m.start()].isalnum()
+                }
+            )
+        )
         if b"hip" in masked or b"HIP" in masked
         else ()
     )
@@ -374,9 +386,10 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
     )
 
 
-HIP_ALIAS = re.compile(
-    rb"\busing\s+([A-Za-z_]\w*)\s*=\s*(?:struct\s+)?(?:hip|HIP|__hip)\w*\s*;"
-    rb"|\btypedef\s+(?:struct\s+)?(?:hip|HIP|__hip)\w*\s+([A-Za-z_]\w*)\s*;"
+# Each begins with its keyword, which the regex engine finds at memchr speed.
+HIP_ALIASES = (
+    re.compile(rb"using\s+([A-Za-z_]\w*)\s*=\s*(?:struct\s+)?(?:hip|HIP|__hip)\w*\s*;"),
+    re.compile(rb"typedef\s+(?:struct\s+)?(?:hip|HIP|__hip)\w*\s+([A-Za-z_]\w*)\s*;"),
 )
 
 
