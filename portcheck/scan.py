@@ -345,6 +345,7 @@ def _assemble(
     # `#define cudaMemcpy hipMemcpy` (ggml's vendors/hip.h): the project's own rename for
     # its AMD build, so the name's uses already have an AMD path and cost nothing on HIP.
     shimmed, shim_files = _renamed_for_hip(scans)
+    unmasked = _masks_dropped(scans, shim_files)
     for file_scan in scans:
         if file_scan.facts_only and file_scan.path not in answers:
             continue
@@ -397,6 +398,10 @@ def _assemble(
         # when another file of the project defines it (the file's check could not know).
         unknown_names = {u.span.start_byte: u.name for u in file_scan.uses if u.rule is None}
         used_at = {u.span.start_byte: u.name for u in file_scan.uses} if shimmed else {}
+        names_on: dict[int, set[str]] = {}  # line -> names used on it
+        if unmasked:
+            for u in file_scan.uses:
+                names_on.setdefault(u.span.line, set()).add(u.name)
         for finding in [*file_scan.findings, *answers.get(path, ())]:
             if (
                 finding.slug == UNKNOWN_API
@@ -405,6 +410,10 @@ def _assemble(
                 continue
             if finding.slug in AT_THE_NAME and used_at.get(finding.span.start_byte) in shimmed:
                 finding = replace(finding, amd_alternative=True)
+            elif finding.slug == "lane-mask-width" and unmasked & names_on.get(
+                finding.span.line, set()
+            ):
+                finding = replace(finding, amd_alternative=True)  # the AMD build drops it
             if not plain:
                 place = facts.placement(path, finding.span.start_byte)
                 if place == "amd":
@@ -548,6 +557,28 @@ def _vendored_copies(scans: Sequence[FileScan]) -> dict[str, tuple[str, str]]:
 
 # The body of a macro that renames a CUDA name to ROCm's: one HIP/ROCm identifier.
 HIP_RENAME = re.compile(r"(?:hip|HIP|__hip|roc|ROC|miopen|MIOPEN|rccl)\w*")
+
+
+def _masks_dropped(scans: Sequence[FileScan], shims: dict[str, int]) -> frozenset[str]:
+    """Warp functions a HIP compatibility header redefines without their lane mask (ggml's
+    `#define __shfl_xor_sync(mask, var, laneMask, width) __shfl_xor(var, laneMask,
+    width)`): in the AMD build the mask passed to them is never used."""
+    dropped = set()
+    for scan in scans:
+        if scan.path not in shims or scan.preproc is None:
+            continue
+        for macro in scan.preproc.macros:
+            match = MASK_PARAMETER.match(macro.body) if macro.function_like else None
+            if (
+                match
+                and macro.name.endswith("_sync")
+                and not re.search(rf"\b{re.escape(match.group(1))}\b", macro.body[match.end() :])
+            ):
+                dropped.add(macro.name)
+    return frozenset(dropped)
+
+
+MASK_PARAMETER = re.compile(r"\(\s*(\w+)\s*,[^)]*\)")  # a macro's parameters, the first kept
 
 
 def _renamed_for_hip(scans: Sequence[FileScan]) -> tuple[frozenset[str], dict[str, int]]:
