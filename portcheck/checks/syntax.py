@@ -51,6 +51,10 @@ def device_captures(root: Node | None, ranges: list[tuple[int, int]]) -> dict[st
         cursor.set_byte_range(start, end)
         for name, nodes in cursor.captures(root).items():
             found.setdefault(name, []).extend(nodes)
+    # In document order: the captures of several patterns come pattern by pattern, and a
+    # check that reports once per line must keep the same one from run to run.
+    for nodes in found.values():
+        nodes.sort(key=lambda n: (n.start_byte, n.end_byte))
     return found
 
 
