@@ -349,3 +349,19 @@ def test_a_cuda_type_after_a_qualifier_macro_is_a_known_type_not_an_unknown_name
     assert not [f for f in report.findings if f.slug == "unknown-api"]
     types = {u.name: u.rule is not None for u in report.uses if u.name.startswith("__nv_")}
     assert types == {"__nv_bfloat16": True, "__nv_bfloat162": True}
+
+
+def test_pytorch_macros_named_like_cuda_are_not_unknown_cuda_names(tmp_path):
+    """`CUDA_KERNEL_ASSERT` and `CUDA_KERNEL_LOOP` are PyTorch's macros (its ROCm builds
+    define them too): an extension's use of them is neither unknown nor work."""
+    (tmp_path / "bucketize.cu").write_text(
+        "#include <ATen/cuda/detail/KernelUtils.h>\n#include <c10/macros/Macros.h>\n\n"
+        "__global__ void bucketize(const float* x, const float* edges, int n, int m, int* out) {\n"
+        "  CUDA_KERNEL_LOOP(i, n) {\n"
+        "    int b = 0;\n    while (b < m && x[i] >= edges[b]) ++b;\n"
+        "    CUDA_KERNEL_ASSERT(b <= m);\n    out[i] = b;\n  }\n}\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    assert not [f for f in report.findings if f.slug == "unknown-api"]
+    asserts = [u for u in report.uses if u.name == "CUDA_KERNEL_ASSERT"]
+    assert asserts and all(u.rule is not None and u.rule.family == "pytorch" for u in asserts)
