@@ -355,19 +355,7 @@ def _assemble(
             copies.setdefault(root_of_copy, []).append(file_scan)
             continue
         if path in shim_files:  # the AMD build's own header: nothing in it is CUDA work
-            files.append(
-                FileSummary(
-                    path=path,
-                    language=file_scan.language,
-                    lines=file_scan.lines,
-                    encoding=file_scan.encoding,
-                    uses=0,
-                    findings=0,
-                    parse_errors=file_scan.parse_errors,
-                    scores=dict.fromkeys(map(str, targets)),
-                    front_end=file_scan.front_end,
-                )
-            )
+            files.append(_summary(file_scan, 0, 0, dict.fromkeys(map(str, targets))))
             continue
         kept: list[Use] = []
         file_scored: list[Use] = []  # HIP's: not those in NVIDIA-only code with an AMD path
@@ -435,19 +423,7 @@ def _assemble(
             counted = [f for f in file_findings if not f.amd_alternative]
             file_scores.update(scores(file_scored, counted, hip))
             file_scores.update(scores(kept, file_findings, others))
-        files.append(
-            FileSummary(
-                path=path,
-                language=file_scan.language,
-                lines=file_scan.lines,
-                encoding=file_scan.encoding,
-                uses=len(kept),
-                findings=len(file_findings),
-                parse_errors=file_scan.parse_errors,
-                scores=file_scores,
-                front_end=file_scan.front_end,
-            )
-        )
+        files.append(_summary(file_scan, len(kept), len(file_findings), file_scores))
     for root_of_copy, members in sorted(copies.items()):
         library, counterpart = vendored[root_of_copy]
         members.sort(key=lambda m: m.path)
@@ -460,19 +436,7 @@ def _assemble(
         findings.append(finding)
         for member in members:
             count = 1 if member is members[0] else 0
-            files.append(
-                FileSummary(
-                    path=member.path,
-                    language=member.language,
-                    lines=member.lines,
-                    encoding=member.encoding,
-                    uses=0,
-                    findings=count,
-                    parse_errors=member.parse_errors,
-                    scores=dict.fromkeys(map(str, targets)),
-                    front_end=member.front_end,
-                )
-            )
+            files.append(_summary(member, 0, count, dict.fromkeys(map(str, targets))))
     if copies:
         files.sort(key=lambda f: f.path)
         findings.sort(key=lambda f: f.path)  # stable: each file's findings keep their order
@@ -642,6 +606,23 @@ def _vendored_finding(
         help_url=spec.help_url,
         fix=f"Remove the copy and use {counterpart}; port only the project's own calls into it.",
         fingerprint=line_fingerprint_of_text(spec.slug, root, f"vendored {library}"),
+    )
+
+
+def _summary(
+    scan: FileScan, uses: int, findings: int, scores: dict[str, int | None]
+) -> FileSummary:
+    """A file's line in the report (`scores` None on a route: nothing there to score)."""
+    return FileSummary(
+        path=scan.path,
+        language=scan.language,
+        lines=scan.lines,
+        encoding=scan.encoding,
+        uses=uses,
+        findings=findings,
+        parse_errors=scan.parse_errors,
+        scores=scores,
+        front_end=scan.front_end,
     )
 
 
