@@ -573,11 +573,11 @@ class Extractor:
             node = path[depth]
             if node is None:
                 continue
-            parent = path[depth - 1] if depth else None
             kind = node.type
             if kind in STRING_LIKE:
                 continue
             if kind == "preproc_arg":
+                parent = path[depth - 1] if depth else None
                 if self._token_in_macro_body(node, parent, start, masked_cache):
                     name = token.decode()
                     rule = self.rules.lookup(name)
