@@ -211,6 +211,9 @@ class Extraction:
 
     names: list[Found]
     definitions: set[str]  # CUDA-looking names the file defines itself
+    # Where it defines a name the rule set knows as CUDA's (`__float2bfloat16_rn` written by
+    # the project for its AMD build): (name, byte offset)
+    api_definitions: list[tuple[str, int]]
     variables: set[str]  # names it declares as variables or parameters
     kernels: list[tuple[str, int, int]]  # (name, start, end) of each __global__ function
     functions: list[FunctionInfo]
@@ -363,15 +366,23 @@ class Extractor:
         file. `may_be_device(offset)`: whether code there may run on the GPU (asm elsewhere
         is CPU assembly)."""
         aliases, using_namespaces = self._namespace_context(root, data)
-        found = Extraction([], set(), set(), [], [])
+        found = Extraction([], set(), [], set(), [], [])
         add = found.names.append
+        defined, api_defined = found.definitions.add, found.api_definitions
+        lookup = self.rules.lookup
+
+        def define(name: str, offset: int) -> None:
+            defined(name)
+            if lookup(name) is not None:
+                api_defined.append((name, offset))
+
         self._scan_tokens(
             data,
             root,
             aliases,
             using_namespaces,
             lambda *use: add(Found(*use)),
-            found.definitions,
+            define,
             found.variables,
         )
         self._scan_structure(captures, lambda *use: add(Found(*use)), may_be_device, found.kernels)
@@ -536,9 +547,7 @@ class Extractor:
                 ):
                     stack.append(child)
 
-    def _scan_tokens(
-        self, data, root, aliases, using_namespaces, add, definitions, variables
-    ) -> None:
+    def _scan_tokens(self, data, root, aliases, using_namespaces, add, define, variables) -> None:
         masked_cache: dict[int, tuple[bytes, list[tuple[int, int]]]] = {}
         macro_names = (
             {
@@ -565,7 +574,7 @@ class Extractor:
             token = match.group()
             start, end = match.span()
             if start in macro_names:
-                definitions.add(macro_names[start])
+                define(macro_names[start], start)
                 continue
             if end < len(data) and (data[end : end + 1].isalnum() or data[end : end + 1] == b"_"):
                 continue  # a CUDA-shaped prefix of a longer name
@@ -590,12 +599,12 @@ class Extractor:
                 continue
             if kind == "field_identifier":
                 if self._declares_member(path, depth):
-                    definitions.add(token.decode())  # `cudaExternalMemory_t cudaMem;` in a class
+                    define(token.decode(), start)  # `cudaExternalMemory_t cudaMem;` in a class
                 continue
             if kind not in NAME_NODES:
                 continue
             self._classify_name_node(
-                node, path, depth, token, aliases, using_namespaces, add, definitions, variables
+                node, path, depth, token, aliases, using_namespaces, add, define, variables
             )
 
     @staticmethod
@@ -626,7 +635,7 @@ class Extractor:
         return not (i >= 0 and offset < ranges[i][1])
 
     def _classify_name_node(
-        self, node, path, depth, token, aliases, using_namespaces, add, definitions, variables
+        self, node, path, depth, token, aliases, using_namespaces, add, define, variables
     ) -> None:
         """`path[:depth]` are the node's ancestors (Node.parent would walk from the root)."""
         name = token.decode()
@@ -640,7 +649,7 @@ class Extractor:
             add(name, "function", self.rules.lookup(name), node.start_byte, node.end_byte)
             return
         if parent is not None and self._is_definition(node, parent, ptype):
-            definitions.add(name)
+            define(name, node.start_byte)
             if ptype in DECLARATOR_PARENTS and ptype != "function_declarator":
                 variables.add(name)
             return

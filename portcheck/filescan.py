@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -50,6 +51,7 @@ from portcheck.preproc import (
     amd_alternative_spans,
     blanked,
     evaluate,
+    mask_comments_and_strings,
     preprocessor_facts,
 )
 from portcheck.project import Pending
@@ -70,6 +72,8 @@ class FileScan:
     uses: list[Use] = field(default_factory=list)
     kernels: list[Kernel] = field(default_factory=list)
     definitions: set[str] = field(default_factory=set)  # CUDA-looking names it defines itself
+    # (name, byte offset) where it defines a name the rule set knows as CUDA's
+    api_definitions: tuple[tuple[str, int], ...] = ()
     parse_errors: int = 0
     findings: list[Finding] = field(default_factory=list)
     functions: list[FunctionInfo] = field(default_factory=list)
@@ -89,6 +93,19 @@ class FileScan:
     clang_inputs: tuple[tuple[str, str], ...] = ()
     # A notebook: where each code cell sits in the text that was scanned for it.
     cells: tuple[CellStart, ...] = ()
+
+
+def _touches(data: bytes, start: int, end: int, span_start: int, span_end: int) -> bool:
+    """Whether an error at start..end overlaps a span or is separated from it by white
+    space only (`template <typename T>` on the line before `#if defined(USE_ROCM)`)."""
+    if span_start < end and start < span_end:
+        return True
+    gap = data[end:span_start] if end <= span_start else data[span_end:start]
+    return not gap.strip()
+
+
+# A function definition's name, parameters and opening brace, after its return type
+FUNCTION_HEAD = re.compile(rb"[\w*&>]\s+(\w+)\s*\([^;{}()]*\)\s*(?:const\s*)?\{")
 
 
 class FileScanner:
@@ -149,18 +166,22 @@ class FileScanner:
         index = LineIndex(data)
         captures = structure_captures(root)
         result.parse_errors = len(captures.get("error", ()))
+        amd_defined: list[tuple[str, int]] = []  # CUDA names defined in blanked AMD code
         if result.parse_errors:
             # Alternatives for AMD written into one declaration or expression: parse the
             # NVIDIA view (preproc.nvidia_view; offsets unchanged, the file's text stays
             # what the checks read), when an error touches those alternatives.
             spans = amd_alternative_spans(data, result.preproc)
             errors = captures.get("error", ())
-            if any(s < e.end_byte and e.start_byte < t for e in errors for s, t in spans):
+            if any(
+                _touches(data, e.start_byte, e.end_byte, s, t) for e in errors for s, t in spans
+            ):
                 view_root = parse_cuda(blanked(data, spans)).root_node
                 view_captures = structure_captures(view_root)
                 view_errors = len(view_captures.get("error", ()))
                 if view_errors < result.parse_errors:
                     root, captures, result.parse_errors = view_root, view_captures, view_errors
+                    amd_defined = self._defined_in(data, spans)
         device_ranges = self.extractor.device_ranges(captures)
         possible_device = self.extractor.possible_device_ranges(captures)
         clang = None
@@ -183,6 +204,7 @@ class FileScanner:
         # extract
         found = self.extractor.extract(data, root, captures, may_be_device)
         result.definitions = found.definitions
+        result.api_definitions = tuple(found.api_definitions + amd_defined)
         result.kernels = [Kernel(name, path, index.span(s, e)) for name, s, e in found.kernels]
         result.functions = found.functions
         if clang is not None:
@@ -213,6 +235,19 @@ class FileScanner:
         return result
 
     # -- the front end chosen per file ------------------------------------------------
+
+    def _defined_in(self, data: bytes, spans: list[tuple[int, int]]) -> list[tuple[str, int]]:
+        """Functions named like a CUDA API that the AMD branches blanked from the NVIDIA
+        view define (`__float2bfloat16_rn(float f) {` under `#ifdef USE_ROCM`): the parse
+        that would find them is the one set aside, so they are found in the text."""
+        masked = mask_comments_and_strings(data)
+        found = []
+        for start, end in spans:
+            for match in FUNCTION_HEAD.finditer(masked, start, end):
+                name = match.group(1).decode()
+                if self.rules.lookup(name) is not None:
+                    found.append((name, match.start(1)))
+        return found
 
     def _wants_clang(
         self,

@@ -344,7 +344,7 @@ def _assemble(
     copies: dict[str, list[FileScan]] = {}
     # `#define cudaMemcpy hipMemcpy` (ggml's vendors/hip.h): the project's own rename for
     # its AMD build, so the name's uses already have an AMD path and cost nothing on HIP.
-    shimmed, shim_files = _renamed_for_hip(scans)
+    shimmed, shim_files = _renamed_for_hip(scans, facts)
     unmasked = _masks_dropped(scans, shim_files)
     for file_scan in scans:
         if file_scan.facts_only and file_scan.path not in answers:
@@ -545,10 +545,14 @@ def _masks_dropped(scans: Sequence[FileScan], shims: dict[str, int]) -> frozense
 MASK_PARAMETER = re.compile(r"\(\s*(\w+)\s*,[^)]*\)")  # a macro's parameters, the first kept
 
 
-def _renamed_for_hip(scans: Sequence[FileScan]) -> tuple[frozenset[str], dict[str, int]]:
+def _renamed_for_hip(
+    scans: Sequence[FileScan], facts: ProjectFacts
+) -> tuple[frozenset[str], dict[str, int]]:
     """CUDA names the project itself maps to HIP's (`#define cudaMemcpy hipMemcpy`,
-    `#define CUBLAS_OP_N HIPBLAS_OP_N`): a definition only an AMD build can mean. And the
-    files that hold at least SHIM_RENAMES of them, with their line counts: headers written
+    `#define CUBLAS_OP_N HIPBLAS_OP_N`): a definition only an AMD build can mean. So is a
+    CUDA name the project defines inside an AMD branch (FBGEMM's `#ifdef USE_ROCM` ...
+    `__float2bfloat16_rn(float f) {...}`): its AMD build supplies what HIP lacks. And the
+    files that hold at least SHIM_RENAMES renames, with their line counts: headers written
     for the AMD build (ggml's vendors/hip.h), AMD code in full."""
     known = {u.name for scan in scans for u in scan.uses if u.rule is not None}
     names: set[str] = set()
@@ -571,6 +575,11 @@ def _renamed_for_hip(scans: Sequence[FileScan]) -> tuple[frozenset[str], dict[st
         )
         if len(renames) >= SHIM_RENAMES:
             shims[scan.path] = scan.lines
+        names.update(
+            name
+            for name, offset in scan.api_definitions
+            if facts.placement(scan.path, offset) == "amd"
+        )
     return frozenset(names), shims
 
 

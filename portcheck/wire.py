@@ -347,6 +347,21 @@ def _pairs(check: Callable[[Any], Any]) -> Field:
     return Field(lambda pairs: [list(pair) for pair in pairs], decode)
 
 
+def _named_offsets(value: Any) -> tuple[tuple[str, int], ...]:
+    """(name, byte offset) pairs, from a JSON list of 2-lists."""
+    if type(value) is not list:
+        raise _bad("expected a list of pairs")
+    pairs = []
+    for item in value:
+        if type(item) is not list or len(item) != 2:
+            raise _bad("expected a pair")
+        pairs.append((_check_str(item[0]), _check_int(item[1])))
+    return tuple(pairs)
+
+
+NAMED_OFFSETS = Field(lambda pairs: [list(pair) for pair in pairs], _named_offsets)
+
+
 INVOCATION = Record(
     Invocation,
     [("name", STR), ("arguments", _pairs(_check_int))],
@@ -696,6 +711,7 @@ def _decoded(decode: Callable[[], Any]) -> Any:
 _FILE_FIELDS: list[tuple[str, Field]] = [
     ("kernels", KERNEL.list),
     ("definitions", STR_SET),
+    ("api_definitions", NAMED_OFFSETS),
     ("parse_errors", INT),
     ("findings", FINDING.list),
     ("functions", FUNCTION.list),

@@ -550,6 +550,10 @@ AMD_MARK_PATTERNS = {
     "nvidia-only-branch-cudart-version-undefined-on-hip",
     "nvidia-only-via-if-constexpr",
     "nvidia-only-via-project-macro-defined-for-amd",
+    "amd-type-alias",
+    "amd-defined-helper",
+    "arch-branch-with-stub",
+    "per-gpu-macro-as-defined",
 }
 
 
