@@ -226,6 +226,7 @@ class FileScanner:
             device_ranges,
             possible_device_ranges=possible_device,
             preproc=result.preproc,
+            lookup=self.rules.lookup,
         )
         result.findings = run_checks(ctx, self.ignore)
         result.pending = ctx.pending

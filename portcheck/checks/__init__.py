@@ -122,6 +122,9 @@ class Context:
     _locals: dict[int, dict[str, str]] = field(default_factory=dict)
     memo: dict[Any, Any] = field(default_factory=dict)  # what a check computed once per file
     _function_index: tuple[list[int], list[int]] | None = None
+    # The rule set's lookup (a name -> its rule, or None), for checks that ask about a name
+    # no use in the file carries
+    lookup: Callable[[str], Any] | None = None
 
     def report(
         self,

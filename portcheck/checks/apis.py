@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from portcheck.checks import Context, hazard
 from portcheck.model import Status, Use, Verdicts
@@ -239,6 +240,8 @@ def unknown_api(ctx: Context) -> None:
             continue  # an unlisted NPP primitive, say: library-port names the library
         if _only_tested_for_definition(ctx.data, use.span.start_byte):
             continue  # `#ifdef CUDA_INIT_D3D9`: a build switch, whoever defines it
+        if ctx.lookup is not None and _pasted_piece(ctx.data, use, ctx.lookup):
+            continue  # `ENUM_ITEM(cudaMem, AdviseSetReadMostly, ...)`: half of a pasted name
         counts[use.name] += 1
         first.setdefault(use.name, use)
     for name, use in first.items():
@@ -250,6 +253,61 @@ def unknown_api(ctx: Context) -> None:
             "check what it does and whether ROCm has it",
             once_per_line=False,
         )
+
+
+def _pasted_piece(data: bytes, use: Use, lookup: Callable[[str], object]) -> bool:
+    """Is the name one whole argument of an upper-case macro's call that, joined with
+    another argument, spells a name the rule set knows (`ENUM_ITEM(cudaMem,
+    AdviseSetReadMostly, cudaMemAdviseSetReadMostly)`, whose body pastes `prefix##name`)?
+    Then it is a fragment of a CUDA name, not a name of its own."""
+    arguments = _macro_arguments(data, use.span.start_byte)
+    if arguments is None or use.name not in arguments:
+        return False
+    return any(
+        lookup(use.name + other) is not None
+        for other in arguments
+        if other != use.name and _WORD.fullmatch(other)
+    )
+
+
+_WORD = re.compile(r"\w+")
+_MACRO_NAME = re.compile(rb"\b[A-Z_][A-Z0-9_]*\s*$")
+MACRO_REACH = 4096  # bytes searched around a name for the macro call it is an argument of
+
+
+def _macro_arguments(data: bytes, offset: int) -> list[str] | None:
+    """The arguments, as stripped text, of the upper-case macro call whose parentheses
+    hold `offset` directly; None when there is none within MACRO_REACH bytes."""
+    depth, i, low = 0, offset - 1, max(0, offset - MACRO_REACH)
+    while i >= low:
+        c = data[i]
+        if c == 0x29:  # )
+            depth += 1
+        elif c == 0x28:  # (
+            if depth == 0:
+                break
+            depth -= 1
+        elif c in b";{}" and depth == 0:
+            return None
+        i -= 1
+    else:
+        return None
+    if not _MACRO_NAME.search(data[max(0, i - 64) : i]):
+        return None
+    arguments, depth, start = [], 0, i + 1
+    for j in range(i + 1, min(len(data), offset + MACRO_REACH)):
+        c = data[j]
+        if c in b"([{":
+            depth += 1
+        elif c in b")]}":
+            if depth == 0:
+                arguments.append(data[start:j].decode(errors="replace").strip())
+                return arguments
+            depth -= 1
+        elif c == 0x2C and depth == 0:  # ,
+            arguments.append(data[start:j].decode(errors="replace").strip())
+            start = j + 1
+    return None
 
 
 _DEFINITION_TEST = re.compile(rb"(?:^[ \t]*#[ \t]*(?:ifdef|ifndef)|\bdefined[ \t]*\(?)[ \t]*$")
