@@ -361,10 +361,11 @@ class Extractor:
         root: Node,
         captures: dict[str, list[Node]],
         may_be_device: Callable[[int], bool],
+        sites: bool = False,
     ) -> Extraction:
         """The CUDA names, includes, launches, PTX asm, kernels and functions of one parsed
         file. `may_be_device(offset)`: whether code there may run on the GPU (asm elsewhere
-        is CPU assembly)."""
+        is CPU assembly). `sites`: record where each function calls each name."""
         aliases, using_namespaces = self._namespace_context(root, data)
         found = Extraction([], set(), [], set(), [], [])
         add = found.names.append
@@ -386,7 +387,7 @@ class Extractor:
             found.variables,
         )
         self._scan_structure(captures, lambda *use: add(Found(*use)), may_be_device, found.kernels)
-        found.functions = self._functions(captures, aliases)
+        found.functions = self._functions(captures, aliases, sites)
         return found
 
     @staticmethod
@@ -438,7 +439,7 @@ class Extractor:
         return found
 
     def _functions(
-        self, captures: dict[str, list[Node]], aliases: dict[bytes, str]
+        self, captures: dict[str, list[Node]], aliases: dict[bytes, str], sites: bool = False
     ) -> list[FunctionInfo]:
         """Function definitions with the names they call, for the call graph. A call
         qualified by a library namespace (`cg::reduce`, `thrust::sort`, `std::max`) is
@@ -479,6 +480,8 @@ class Extractor:
                 # `obj.sync()`: a method, marked so the graph looks for it nearby only.
                 method = callee.type == "field_identifier"
                 functions[i].calls.add(f"{METHOD_MARK}{parts[-1]}" if method else parts[-1])
+                if sites and not method:
+                    functions[i].sites.append((parts[-1], callee.start_byte))
         return functions
 
     def device_ranges(self, captures: dict[str, list[Node]]) -> list[tuple[int, int]]:

@@ -202,7 +202,9 @@ class FileScanner:
             return in_device(offset) or any(s <= offset < e for s, e, _ in possible_device)
 
         # extract
-        found = self.extractor.extract(data, root, captures, may_be_device)
+        found = self.extractor.extract(
+            data, root, captures, may_be_device, sites=bool(result.preproc.branches)
+        )
         result.definitions = found.definitions
         result.api_definitions = tuple(found.api_definitions + amd_defined)
         result.kernels = [Kernel(name, path, index.span(s, e)) for name, s, e in found.kernels]

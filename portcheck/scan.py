@@ -232,7 +232,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-10"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-11"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -346,6 +346,9 @@ def _assemble(
     # its AMD build, so the name's uses already have an AMD path and cost nothing on HIP.
     shimmed, shim_files = _renamed_for_hip(scans, facts)
     unmasked = _masks_dropped(scans, shim_files)
+    # Helpers called only from NVIDIA-only code with an AMD path (a cp.async wrapper used
+    # under `#if __CUDA_ARCH__ >= 800 ... #else`): an AMD build never runs them.
+    nvidia_helpers = _nvidia_only_functions(scans, facts)
     for file_scan in scans:
         if file_scan.facts_only and file_scan.path not in answers:
             continue
@@ -359,7 +362,8 @@ def _assemble(
             continue
         kept: list[Use] = []
         file_scored: list[Use] = []  # HIP's: not those in NVIDIA-only code with an AMD path
-        plain = facts.plain(path)  # no AMD path, no build switch: nothing to place
+        helpers = nvidia_helpers.get(path)  # (start, end) of its NVIDIA-only helpers
+        plain = facts.plain(path) and not helpers  # nothing to place
         if plain:
             kept = [use for use in file_scan.uses if is_cuda(use)]
             if shimmed:
@@ -375,6 +379,8 @@ def _assemble(
                 place = facts.placement(path, use.span.start_byte)
                 if place == "amd":
                     continue  # the project's own AMD code
+                if place is None and helpers and _within(helpers, use.span.start_byte):
+                    place = "nvidia"
                 kept.append(use)
                 guard = facts.optional_guard(path, use.span.start_byte)
                 renamed = use.name in shimmed
@@ -406,6 +412,8 @@ def _assemble(
                 place = facts.placement(path, finding.span.start_byte)
                 if place == "amd":
                     continue
+                if place is None and helpers and _within(helpers, finding.span.start_byte):
+                    place = "nvidia"
                 if place == "nvidia":
                     finding = replace(finding, amd_alternative=True)
                 guard = facts.optional_guard(path, finding.span.start_byte)
@@ -581,6 +589,57 @@ def _renamed_for_hip(
             if facts.placement(scan.path, offset) == "amd"
         )
     return frozenset(names), shims
+
+
+def _nvidia_only_functions(
+    scans: Sequence[FileScan], facts: ProjectFacts
+) -> dict[str, list[tuple[int, int]]]:
+    """The project's functions (not kernels) that only NVIDIA-only code with an AMD path
+    calls, directly or through other such functions, by file: (start, end) of each. FBGEMM's
+    `cutlass_get_smem_pointer` is called only under `#if __CUDA_ARCH__ >= 800`, whose
+    `#else` is the AMD build's. A function with no call found, or one call in shared or
+    AMD code, is not one; calls are matched by name over the whole project."""
+    sources = [s for s in scans if s.language.is_source and s.functions]
+    if not any(not facts.plain(s.path) for s in sources):
+        return {}  # no NVIDIA-only code anywhere: no call can sit in it
+    defined = {fn.name for s in sources for fn in s.functions if not fn.is_kernel}
+    # callee -> its calls: (the caller's name, or "" for a kernel's; NVIDIA-only there?)
+    calls: dict[str, list[tuple[str, bool]]] = {}
+    for scan in sources:
+        plain = facts.plain(scan.path)
+        for fn in scan.functions:
+            caller = "" if fn.is_kernel else fn.name
+            placed: dict[str, list[bool]] = {}
+            if not plain:
+                for name, offset in fn.sites:
+                    if name in defined:
+                        nvidia = facts.placement(scan.path, offset) == "nvidia"
+                        placed.setdefault(name, []).append(nvidia)
+            for name in fn.calls:
+                if name not in defined or name == fn.name:
+                    continue  # not the project's, or an overload forwarding to another
+                entries = calls.setdefault(name, [])
+                # a call libclang found (a template's, a functor's) has no site: shared code
+                for nvidia in placed.get(name) or [False]:
+                    entries.append((caller, nvidia))
+    only: set[str] = set()
+    changed = True
+    while changed:  # the smallest set closed under "every call is NVIDIA-only or from one"
+        changed = False
+        for name, entries in calls.items():
+            if name not in only and all(nvidia or caller in only for caller, nvidia in entries):
+                only.add(name)
+                changed = True
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for scan in sources:
+        for fn in scan.functions:
+            if fn.name in only and not fn.is_kernel:
+                ranges.setdefault(scan.path, []).append((fn.start, fn.end))
+    return ranges
+
+
+def _within(ranges: list[tuple[int, int]], offset: int) -> bool:
+    return any(start <= offset < end for start, end in ranges)
 
 
 SHIM_RENAMES = 3  # renames that make a file a HIP compatibility header

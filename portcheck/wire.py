@@ -360,6 +360,7 @@ def _named_offsets(value: Any) -> tuple[tuple[str, int], ...]:
 
 
 NAMED_OFFSETS = Field(lambda pairs: [list(pair) for pair in pairs], _named_offsets)
+NAMED_LIST = Field(lambda pairs: [list(pair) for pair in pairs], lambda v: list(_named_offsets(v)))
 
 
 INVOCATION = Record(
@@ -410,6 +411,7 @@ FUNCTION = Record(
         ("is_kernel", BOOL),
         ("is_device", BOOL),
         ("calls", STR_SET),
+        ("sites", NAMED_LIST),
     ],
 )
 PY_RULE = Record(

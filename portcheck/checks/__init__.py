@@ -71,6 +71,9 @@ class FunctionInfo:
     is_kernel: bool
     is_device: bool
     calls: set[str] = field(default_factory=set)
+    # Where it calls each name: (name, byte offset), recorded in files with conditional
+    # code only (where a call may sit in NVIDIA-only code); empty elsewhere.
+    sites: list[tuple[str, int]] = field(default_factory=list)
 
 
 def nesting(functions: list[FunctionInfo]) -> list[int]:
