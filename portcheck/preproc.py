@@ -845,7 +845,9 @@ def looks_like_amd_guard(name: str) -> bool:
 # a project's copy of HIP's NVIDIA-platform macro (`GINKGO_HIP_PLATFORM_NVCC`, like
 # `__HIP_PLATFORM_NVIDIA__`), when the project does not define them itself: undefined (or
 # 0) in an AMD build.
-NVIDIA_NAME = re.compile(r"(?:^|_)(?:USE|WITH|ENABLE)_CUDA$|(?:^|_)PLATFORM_(?:NVCC|NVIDIA)_?_?$")
+NVIDIA_NAME = re.compile(
+    r"(?:^|_)(?:USE|USING|WITH|ENABLE|HAVE)_CUDA$|(?:^|_)PLATFORM_(?:NVCC|NVIDIA)_?_?$"
+)
 
 
 def looks_like_nvidia_guard(name: str) -> bool:

@@ -45,6 +45,17 @@ ARCH_COMPARISON = re.compile(r"__CUDA_ARCH__\s*(?:[<>]=?|==|!=)|(?:[<>]=?|==|!=)
 ATTRIBUTE_SPACES = frozenset({"device", "global"})  # `__attribute__((device))`
 DEVICE_QUALIFIER_TOKENS = frozenset({"__device__", "__global__"})
 MAX_DEPTH = 12
+
+
+def _switched_on(name: str, test: str) -> bool:
+    """Does `test` require `name` (`defined(NAME)`, `NAME && …`), not its absence?"""
+    for match in re.finditer(rf"\b{re.escape(name)}\b", test):
+        before = re.sub(r"(?:defined)?[\s(]*$", "", test[: match.start()])
+        if not before.endswith("!"):
+            return True
+    return False
+
+
 # Switches that turn on the CUDA code itself (`HAVE_CUDA`, `GPU_ENABLED`), which is what
 # there is to port, not an optional part of it.
 CUDA_SWITCH = re.compile(
@@ -181,6 +192,7 @@ class ProjectFacts:
         self.shuffle_widths = {n for ff in self.files.values() for n in ff.facts.shuffle_widths}
         self._builds_for_amd: bool | None = None
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
+        self._amd_too: frozenset[str] | None = None  # _cuda_switches_on_amd
         self.device_macros = self._device_macros()
         # name -> its definitions: (path, expression, the definition)
         self._constants: dict[str, list[tuple[str, str, Definition]]] = {}
@@ -241,6 +253,8 @@ class ProjectFacts:
             return UNDEFINED if amd else None
         definitions = self._macro_defs.get(name)
         if not definitions:
+            if amd and name in self._cuda_switches_on_amd():
+                return 1  # the project tests for its AMD build inside this switch
             return unless_defined(name, amd)
         env = self._envs[amd]
         certain: list[object] = []
@@ -261,6 +275,34 @@ class ProjectFacts:
             distinct = set(map(id, certain)) if DEFINED in certain else set(certain)
             return certain[0] if len(distinct) == 1 else DEFINED
         return None if possible else UNDEFINED
+
+    def _cuda_switches_on_amd(self) -> frozenset[str]:
+        """Switches named like an NVIDIA build's (`MMCV_WITH_CUDA`) that the project's AMD
+        build sets too: a branch testing for AMD (`#ifdef MMCV_WITH_HIP`) lies inside a branch
+        taken when the switch is on, which would be dead code otherwise."""
+        if self._amd_too is not None:
+            return self._amd_too
+        found: set[str] = set()
+        for ff in self.files.values():
+            for branch in ff.facts.branches:
+                tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+                if not any(
+                    is_amd_guard(n) or looks_like_amd_guard(n) for t in tests for n in names_in(t)
+                ):
+                    continue
+                for outer in ff.enclosing(branch.start_byte):
+                    if outer is branch or outer.test is None:
+                        continue
+                    found.update(
+                        n
+                        for n in names_in(outer.test)
+                        if looks_like_nvidia_guard(n)
+                        and n not in self._macro_defs
+                        and "||" not in outer.test
+                        and _switched_on(n, outer.test)
+                    )
+        self._amd_too = frozenset(found)
+        return self._amd_too
 
     def _taken(self, branch: Branch, amd: bool) -> int | None:
         """branch_condition_value in one build, remembered by the branch's tests (the same
