@@ -365,3 +365,21 @@ def test_pytorch_macros_named_like_cuda_are_not_unknown_cuda_names(tmp_path):
     assert not [f for f in report.findings if f.slug == "unknown-api"]
     asserts = [u for u in report.uses if u.name == "CUDA_KERNEL_ASSERT"]
     assert asserts and all(u.rule is not None and u.rule.family == "pytorch" for u in asserts)
+
+
+def test_library_version_macros_are_known_and_partial_on_hip(tmp_path):
+    """`#if CUSPARSE_VERSION >= 11000` picks an API generation by NVIDIA's library version:
+    a known name (no unknown-api question), partial on HIP, where it is undefined."""
+    (tmp_path / "spmv.cu").write_text(
+        "#include <cusparse.h>\n#include <cudnn.h>\n\n"
+        "#if CUSPARSE_VERSION >= 11000\n#define SPMV_ALG CUSPARSE_SPMV_CSR_ALG2\n"
+        "#else\n#define SPMV_ALG CUSPARSE_CSRMV_ALG2\n#endif\n"
+        "#if CUDNN_MAJOR >= 8 && CUBLAS_VER_MAJOR >= 11\nstatic const int kModern = 1;\n#endif\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    assert not [f for f in report.findings if f.slug == "unknown-api"]
+    names = {u.name: u for u in report.uses}
+    for name, family in [("CUSPARSE_VERSION", "cusparse"), ("CUDNN_MAJOR", "cudnn")]:
+        rule = names[name].rule
+        assert rule is not None and rule.family == family
+        assert rule.status["hip"].value == "partial"
