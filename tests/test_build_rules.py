@@ -379,3 +379,18 @@ def test_sources_file_records_every_snapshot_and_the_releases(built):
     assert str(rules.newest_rocm()) == "6.4"  # HIP_LATEST of the fixture's src/Statistics.h
     head = (out / "runtime.yaml").read_text().splitlines()[1]
     assert "--hipify <someone/HIPIFY-fork>" in head and "--hipify-via someone/HIPIFY-fork" in head
+
+
+def test_a_runtime_enumerator_hips_header_declares_is_supported_despite_hipify(built):
+    """HIPIFY's table gives cudaWidgetModeFast no HIP name, but HIP's runtime header at
+    rocm-6.2.0 declares hipWidgetModeFast: the header wins and dates it. An enumerator of
+    another platform's interop (D3D11) that HIP declares only for source compatibility is
+    partial."""
+    _out, _shas, rules = built
+    fast = rules.lookup("cudaWidgetModeFast")
+    assert fast.hip == "hipWidgetModeFast"
+    assert fast.status.hip is Status.SUPPORTED
+    assert fast.hip_added == "6.2.0"
+    assert "hip_runtime_api.h" in str(fast.source["hip"])
+    d3d = rules.lookup("cudaWidgetHandleTypeD3D11")
+    assert d3d.hip == "hipWidgetHandleTypeD3D11" and d3d.status.hip is Status.PARTIAL

@@ -128,6 +128,12 @@ STATUSES = ("supported", "partial", "unsupported", "unknown")
 
 # Families whose HIP verdicts HIP's own device headers decide when they declare the name.
 HEADER_FAMILIES = ("device",)
+# Runtime names HIP's public headers decide the same way, by kind: an enumerator or a type
+# declared under HIP's spelling (hipMemoryTypeUnregistered in hip_runtime_api.h) is what
+# HIP provides, even where HIPIFY's table still says it has none. Functions are left to
+# HIPIFY: a function of the same spelling may take other arguments.
+HEADER_KINDS = {"runtime": ("enum", "type")}
+FOREIGN_INTEROP = re.compile(r"NvSci|D3D|KeyedMutex|Win32")
 
 FAMILY_TITLES = {
     "runtime": "CUDA Runtime API",
@@ -1518,7 +1524,9 @@ class RuleBuilder:
                 setattr(entry, key, str(manual[key]))
         entry.hip, entry.verdicts["hip"] = self.resolve_hip(family, name, row, manual, override)
         curated = bool(manual.get("hip") or override.get("hip"))
-        if family in HEADER_FAMILIES and self.headers is not None:
+        if self.headers is not None and (
+            family in HEADER_FAMILIES or kind in HEADER_KINDS.get(family, ())
+        ):
             self.apply_hip_headers(entry, row, curated)
         if entry.hip is not None:
             self.date_hip_versions(entry, row, curated)
@@ -1610,7 +1618,7 @@ class RuleBuilder:
     # ---- HIP's own headers
 
     def _header_spellings(
-        self, name: str, row: HipifyRow | None, hip: str | None, curated: bool
+        self, family: str, name: str, row: HipifyRow | None, hip: str | None, curated: bool
     ) -> list[tuple[str, bool]]:
         """(spelling, FNUZ-only?) pairs to look for in HIP's headers, best first: the HIP
         name the table gives, CUDA's own spelling, the spelling HIPIFY's src maps give
@@ -1618,7 +1626,17 @@ class RuleBuilder:
         if curated:
             return [(hip or name, False)]
         exact: list[str] = []
-        for spelling in (row.hip if row else None, name, self.hipify.map_spellings.get(name)):
+        if family != "device":
+            # A runtime enumerator or type: HIP's spelling of the name itself
+            # (cudaMemoryTypeUnregistered -> hipMemoryTypeUnregistered). Not the spelling
+            # HIPIFY's maps give an unsupported name: cudaDevAttrGpuPciDeviceId (vendor
+            # and device id) maps to hipDeviceAttributePciDeviceId (the bus's device
+            # number), another quantity.
+            renamed = "hip" + name[len("cuda") :] if name.startswith("cuda") else None
+            candidates = (row.hip if row else None, renamed)
+        else:
+            candidates = (row.hip if row else None, name, self.hipify.map_spellings.get(name))
+        for spelling in candidates:
             if spelling and spelling not in exact:
                 exact.append(spelling)
         pairs = [(s, False) for s in exact]
@@ -1674,7 +1692,8 @@ class RuleBuilder:
         differences); they only get the dates."""
         assert self.headers is not None
         chosen: tuple[str, bool, History] | None = None
-        for spelling, fnuz in self._header_spellings(entry.cuda, row, entry.hip, curated):
+        spellings = self._header_spellings(entry.family, entry.cuda, row, entry.hip, curated)
+        for spelling, fnuz in spellings:
             history = self.headers.history(spelling)
             if history is None:
                 continue
@@ -1715,6 +1734,17 @@ class RuleBuilder:
             notes.append(
                 f"HIP's fp8 header at {where.tag} has only the FNUZ fp8 encodings of gfx94x "
                 "(no __hip_fp8_e4m3), while CUDA's fp8 is the OCP encoding"
+            )
+        elif (
+            entry.family != "device"
+            and (row is None or row.hip is None)
+            and FOREIGN_INTEROP.search(spelling)
+        ):
+            status = "partial"
+            notes.append(
+                f"HIP's headers at {where.tag} declare {spelling}, but it names another "
+                "platform's interop (NVIDIA's NvSci, Direct3D, Windows handles): declared for "
+                "source compatibility, with no AMD implementation documented"
             )
         elif self._bf16_only(spelling, history.newest):
             status = "partial"
