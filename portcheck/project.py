@@ -872,6 +872,12 @@ class ProjectFacts:
                 )
             kernels = tuple(sorted({k for u in uses for k in u.kernels}))
             length = len(definition.name.encode())
+            # Shared by both builds but read only by NVIDIA-only code that has an AMD path
+            # (mmcv's FULL_MASK, passed only to the __shfl_down_sync of `#else` branches
+            # whose `#ifdef MMCV_WITH_HIP` twins shuffle without a mask): nothing to change.
+            nvidia_only = bool(uses) and all(
+                self.placement(u.path, u.span.start_byte) == "nvidia" for u in uses
+            )
             found.append(
                 Finding(
                     id=spec.id,
@@ -893,6 +899,7 @@ class ProjectFacts:
                     fix=spec.fix,
                     kernels=kernels,
                     fingerprint=line_fingerprint_of_text(slug, path, definition.text),
+                    amd_alternative=nvidia_only,
                 )
             )
         return found

@@ -554,6 +554,8 @@ AMD_MARK_PATTERNS = {
     "amd-defined-helper",
     "arch-branch-with-stub",
     "per-gpu-macro-as-defined",
+    "sibling-group-alternative",
+    "constant-used-only-in-nvidia-branches",
 }
 
 
