@@ -123,6 +123,14 @@ def test_warp_sync_intrinsics_arrive_in_rocm_6_2_behind_a_macro(rules, name):
     assert status_in(rules, name, "7.0").status is Status.PARTIAL
 
 
+def test_syncwarp_arrives_in_rocm_7_0(rules):
+    """hipcc of ROCm 6.x rejects __syncwarp (an undeclared identifier); ROCm 7.0 added it."""
+    rule = rules.lookup("__syncwarp")
+    assert rule.hip == "__syncwarp" and rule.hip_added == "7.0.0"
+    assert status_in(rules, "__syncwarp", "6.2") == (Status.UNSUPPORTED, "added in ROCm 7.0")
+    assert status_in(rules, "__syncwarp", "7.0").status is Status.SUPPORTED
+
+
 def test_a_deprecated_api_stays_supported_with_a_note(rules):
     rule = rules.lookup("cudaHostAlloc")
     assert rule.hip_deprecated == "5.0.0"  # HIP's headers mark it; HIPIFY's table does not

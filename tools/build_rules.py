@@ -1530,6 +1530,9 @@ class RuleBuilder:
             self.apply_hip_headers(entry, row, curated)
         if entry.hip is not None:
             self.date_hip_versions(entry, row, curated)
+            for body in (manual, override):
+                if body.get("hip_added"):  # a release later than the headers read
+                    entry.hip_added = str(body["hip_added"])
         entry.verdicts["zluda"] = self.resolve_zluda(family, name, kind, manual)
         entry.verdicts["scale"] = self.resolve_scale(family, name, kind, manual)
         for body in (manual, override):
