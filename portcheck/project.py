@@ -45,6 +45,9 @@ ARCH_COMPARISON = re.compile(r"__CUDA_ARCH__\s*(?:[<>]=?|==|!=)|(?:[<>]=?|==|!=)
 ATTRIBUTE_SPACES = frozenset({"device", "global"})  # `__attribute__((device))`
 DEVICE_QUALIFIER_TOKENS = frozenset({"__device__", "__global__"})
 MAX_DEPTH = 12
+# Every AMD guard's name holds one of these (is_amd_guard, looks_like_amd_guard): a test
+# without any cannot name one.
+AMD_WORDS = ("HIP", "HCC", "ROCM", "AMD", "gfx", "GFX")
 
 
 def _switched_on(name: str, test: str) -> bool:
@@ -286,7 +289,7 @@ class ProjectFacts:
         for ff in self.files.values():
             for branch in ff.facts.branches:
                 tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
-                if not any(
+                if not any(word in t for t in tests for word in AMD_WORDS) or not any(
                     is_amd_guard(n) or looks_like_amd_guard(n) for t in tests for n in names_in(t)
                 ):
                     continue

@@ -600,7 +600,9 @@ def _nvidia_only_functions(
     `#else` is the AMD build's. A function with no call found, or one call in shared or
     AMD code, is not one; calls are matched by name over the whole project."""
     sources = [s for s in scans if s.language.is_source and s.functions]
-    if not any(not facts.plain(s.path) for s in sources):
+    if not any(fn.sites for s in sources for fn in s.functions) or not any(
+        not facts.plain(s.path) for s in sources
+    ):
         return {}  # no NVIDIA-only code anywhere: no call can sit in it
     defined = {fn.name for s in sources for fn in s.functions if not fn.is_kernel}
     # callee -> its calls: (the caller's name, or "" for a kernel's; NVIDIA-only there?)
