@@ -390,10 +390,21 @@ class ProjectFacts:
             or self._arch_branch_with_fallback(path, branch)
             or self._old_arch_branch(branch)
             or self._excluded_by_amd_feature(branch)
+            or self._has_amd_sibling(path, branch)
         ):
             kind = "nvidia"
         self._kinds[key] = kind
         return kind
+
+    def _has_amd_sibling(self, path: str, branch: Branch) -> bool:
+        """`#if defined(__CUDA_ARCH__)` … `#elif defined(__HIP_DEVICE_COMPILE__)`: another
+        branch of the same conditional is only an AMD build's, so this one, which an AMD
+        build never takes, is NVIDIA code with its AMD alternative beside it."""
+        siblings = self.files[path].groups.get(branch.group, ())
+        return any(
+            other is not branch and self._taken(other, False) == 0 and self._taken(other, True) != 0
+            for other in siblings
+        )
 
     def _include_guard(self, path: str, branch: Branch) -> bool:
         """`#ifndef HELPER_CUDA_H` / `#define HELPER_CUDA_H`: a header's include guard."""
