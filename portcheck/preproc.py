@@ -841,13 +841,13 @@ def looks_like_amd_guard(name: str) -> bool:
     return PLATFORM_NAME.search(name) is not None
 
 
-# The NVIDIA side's build switches (`AMREX_USE_CUDA`, `WITH_CUDA`, `KOKKOS_ENABLE_CUDA`), and
-# a project's copy of HIP's NVIDIA-platform macro (`GINKGO_HIP_PLATFORM_NVCC`, like
+# The NVIDIA side's build switches (`AMREX_USE_CUDA`, `WITH_CUDA`, `KOKKOS_ENABLE_CUDA`,
+# cp2k's `__OFFLOAD_CUDA`: a name ending in the platform word, as PLATFORM_NAME for AMD's),
+# and a project's copy of HIP's NVIDIA-platform macro (`GINKGO_HIP_PLATFORM_NVCC`, like
 # `__HIP_PLATFORM_NVIDIA__`), when the project does not define them itself: undefined (or
-# 0) in an AMD build.
-NVIDIA_NAME = re.compile(
-    r"(?:^|_)(?:USE|USING|WITH|ENABLE|HAVE)_CUDA$|(?:^|_)PLATFORM_(?:NVCC|NVIDIA)_?_?$"
-)
+# 0) in an AMD build. One an AMD build sets too (a test for AMD nested inside it) is
+# ProjectFacts' business.
+NVIDIA_NAME = re.compile(r"(?:^|_)CUDA_?_?$|(?:^|_)PLATFORM_(?:NVCC|NVIDIA)_?_?$")
 
 
 def looks_like_nvidia_guard(name: str) -> bool:

@@ -556,6 +556,7 @@ AMD_MARK_PATTERNS = {
     "per-gpu-macro-as-defined",
     "sibling-group-alternative",
     "constant-used-only-in-nvidia-branches",
+    "arch-branch-with-amd-sibling",
 }
 
 
