@@ -383,3 +383,20 @@ def test_library_version_macros_are_known_and_partial_on_hip(tmp_path):
         rule = names[name].rule
         assert rule is not None and rule.family == family
         assert rule.status["hip"].value == "partial"
+
+
+def test_nvtx_attribute_enumerators_are_known_nvtx_names(tmp_path):
+    """The payload and message kinds of an NVTX event are NVTX's names (roctx has no
+    attribute structure), not unknown CUDA APIs."""
+    (tmp_path / "marks.c").write_text(
+        "#include <nvtx3/nvToolsExt.h>\n\n"
+        "void mark_step(const char *name, long long step)\n{\n"
+        "   nvtxEventAttributes_t a = {0};\n   a.version = NVTX_VERSION;\n"
+        "   a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;\n   a.messageType = NVTX_MESSAGE_TYPE_ASCII;\n"
+        "   a.message.ascii = name;\n   a.payloadType = NVTX_PAYLOAD_TYPE_INT64;\n"
+        "   a.payload.llValue = step;\n   nvtxMarkEx(&a);\n}\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    assert not [f for f in report.findings if f.slug == "unknown-api"]
+    payload = next(u for u in report.uses if u.name == "NVTX_PAYLOAD_TYPE_INT64")
+    assert payload.rule is not None and payload.rule.family == "nvtx"
