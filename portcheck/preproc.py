@@ -75,6 +75,21 @@ NVIDIA_TOOLKIT_MACROS = frozenset(
         "__CUDA_VERSION__",
     }
 )
+# HIP's and ROCm's version macros: hip_version.h (which hip_runtime.h includes) defines
+# HIP_VERSION*, and ROCm builds pass ROCM_VERSION* (PyTorch's `-DROCM_VERSION=60200`). Defined,
+# value unknown, in an AMD build; an NVIDIA build has none, unless the project defines them.
+AMD_TOOLKIT_MACROS = frozenset(
+    {
+        "HIP_VERSION",
+        "HIP_VERSION_MAJOR",
+        "HIP_VERSION_MINOR",
+        "HIP_VERSION_PATCH",
+        "ROCM_VERSION",
+        "ROCM_VERSION_MAJOR",
+        "ROCM_VERSION_MINOR",
+        "ROCM_VERSION_PATCH",
+    }
+)
 # Defined only by nvcc / for NVIDIA device passes: undefined in a hipcc build.
 NVIDIA_ONLY = frozenset(
     {
@@ -887,6 +902,8 @@ def unless_defined(name: str, amd: bool) -> object:
         return None if amd else UNDEFINED
     if is_amd_guard(name) or looks_like_amd_guard(name):
         return 1 if amd else UNDEFINED
+    if name in AMD_TOOLKIT_MACROS:
+        return DEFINED if amd else UNDEFINED
     if name in NVIDIA_ONLY or name in NVIDIA_TOOLKIT_MACROS or looks_like_nvidia_guard(name):
         return UNDEFINED if amd else None
     if looks_like_other_dialect_guard(name):

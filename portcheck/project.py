@@ -22,6 +22,7 @@ from typing import Literal, NamedTuple
 
 from portcheck.model import AmdPath, Finding, Span
 from portcheck.preproc import (
+    AMD_TOOLKIT_MACROS,
     DEFINED,
     NVIDIA_ONLY,
     NVIDIA_TOOLKIT_MACROS,
@@ -427,6 +428,7 @@ class ProjectFacts:
                 is_amd_guard(n)
                 or n in NVIDIA_ONLY
                 or n in NVIDIA_TOOLKIT_MACROS
+                or n in AMD_TOOLKIT_MACROS
                 or n in self._macro_defs
                 or looks_like_amd_guard(n)
                 or looks_like_nvidia_guard(n)
