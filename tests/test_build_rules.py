@@ -394,3 +394,29 @@ def test_a_runtime_enumerator_hips_header_declares_is_supported_despite_hipify(b
     assert "hip_runtime_api.h" in str(fast.source["hip"])
     d3d = rules.lookup("cudaWidgetHandleTypeD3D11")
     assert d3d.hip == "hipWidgetHandleTypeD3D11" and d3d.status.hip is Status.PARTIAL
+
+
+def test_verify_rules_checks_a_verdict_cited_to_hips_public_header(built, tmp_path):
+    """A runtime verdict cited to ROCm/HIP's include/hip/hip_runtime_api.h is re-read from
+    that header by tools/verify_rules.py, not skipped as a curated citation."""
+    out, _shas, _rules = built
+    mirrors = tmp_path / "mirrors"
+    subprocess.run(
+        [
+            "git",
+            "clone",
+            "-q",
+            "--bare",
+            str(out.parent / "hip-public"),
+            str(mirrors / "ROCm+HIP" / "repo"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    cmd = [sys.executable, str(ROOT / "tools" / "verify_rules.py"), "--rules", str(out)]
+    cmd += ["--mirrors", str(mirrors), "--routes", "hip", "-n", "1000", "--all"]
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=300)
+    assert result.returncode == 0, result.stderr
+    line = next(ln for ln in result.stdout.splitlines() if "cudaWidgetModeFast" in ln)
+    assert line.startswith("agree") and "hip_runtime_api.h" in line, line

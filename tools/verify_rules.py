@@ -209,7 +209,7 @@ class Verifier:
             return self.hipify_table(entry, recorded, body)
         if path == "src/CUDA2HIP.cpp":
             return self.hipify_include(name, recorded, body)
-        if "/include/hip/" in path:
+        if "/include/hip/" in "/" + path:  # clr's hipamd/include/hip/…, HIP's include/hip/…
             return self.hip_header(entry, recorded, body)
         if path == "zluda/src/lib.rs" or re.fullmatch(r"zluda_\w+/src/lib\.rs", path):
             return self.zluda_list(name, recorded, body)
