@@ -400,3 +400,16 @@ def test_nvtx_attribute_enumerators_are_known_nvtx_names(tmp_path):
     assert not [f for f in report.findings if f.slug == "unknown-api"]
     payload = next(u for u in report.uses if u.name == "NVTX_PAYLOAD_TYPE_INT64")
     assert payload.rule is not None and payload.rule.family == "nvtx"
+
+
+def test_nvtx3_cuda_resource_header_is_a_known_header(tmp_path):
+    """llm.c includes nvtx3/nvToolsExtCudaRt.h to name streams: NVTX's header, which roctx
+    has no counterpart of, not an unknown name."""
+    (tmp_path / "streams.cu").write_text(
+        "#include <nvtx3/nvToolsExtCudaRt.h>\n#include <cuda_runtime.h>\n\n"
+        'void name_main_stream(cudaStream_t s) { nvtxNameCudaStreamA(s, "main"); }\n'
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    header = next(f for f in report.findings if f.span.line == 1)
+    assert header.slug == "unsupported-api"
+    assert "nvToolsExtCudaRt.h" in header.message
