@@ -219,6 +219,23 @@ class Extraction:
     functions: list[FunctionInfo]
 
 
+# `Type name(` / `Type name;` / `Type name =` in a macro body: `name` is declared there.
+_DECLARED_AFTER = re.compile(rb"\b([A-Za-z_]\w*)[ \t]*[*&]*[ \t]+$")
+_DECLARATION_END = (b"(", b";", b"=", b"{", b"[")
+_NOT_A_TYPE = frozenset(
+    {b"return", b"case", b"else", b"new", b"delete", b"throw", b"goto", b"sizeof", b"do"}
+)
+
+
+def _declared_in_body(data: bytes, body_start: int, start: int, end: int) -> bool:
+    """Is the name at start..end, in a macro body beginning at `body_start`, declared there
+    (a local of the expansion, after its type) rather than used?"""
+    before = _DECLARED_AFTER.search(data, max(body_start, start - 128), start)
+    if before is None or before.group(1) in _NOT_A_TYPE:
+        return False
+    return data[end : end + 16].lstrip().startswith(_DECLARATION_END)
+
+
 @lru_cache(maxsize=8192)
 def guess_family(name: str) -> str:
     for prefix, family in FAMILY_BY_PREFIX:
@@ -593,6 +610,9 @@ class Extractor:
                 if self._token_in_macro_body(node, parent, start, masked_cache):
                     name = token.decode()
                     rule = self.rules.lookup(name)
+                    if rule is None and _declared_in_body(data, node.start_byte, start, end):
+                        define(name, start)  # `NvtxRange nvtx_range(__FUNCTION__)`: a local
+                        continue
                     if rule is not None or CUDA_SHAPE.fullmatch(name):
                         called = data[end : end + 64].lstrip().startswith(b"(")
                         kind = "function" if called else "macro" if name.isupper() else "identifier"

@@ -413,3 +413,22 @@ def test_nvtx3_cuda_resource_header_is_a_known_header(tmp_path):
     header = next(f for f in report.findings if f.span.line == 1)
     assert header.slug == "unsupported-api"
     assert "nvToolsExtCudaRt.h" in header.message
+
+
+def test_a_local_declared_in_a_macro_body_is_not_a_cuda_name(tmp_path):
+    """`#define NVTX_RANGE_FN() NvtxRange nvtx_range(__FUNCTION__)` (llm.c) declares a
+    local named like NVTX's API; the calls in the other macro body are still uses."""
+    (tmp_path / "profile.cuh").write_text(
+        "#include <nvtx3/nvToolsExt.h>\n#include <cuda_runtime.h>\n\n"
+        "class NvtxRange {\n public:\n  NvtxRange(const char* s) { nvtxRangePush(s); }\n"
+        "  ~NvtxRange() { nvtxRangePop(); }\n};\n"
+        "#define NVTX_RANGE_FN() NvtxRange nvtx_range(__FUNCTION__)\n"
+        "#define SYNC_AND_CHECK() (cudaDeviceSynchronize(), cudaGetLastError())\n\n"
+        "__global__ void fill(float* p) { p[threadIdx.x] = 1.0f; }\n"
+        "inline void run(float* p) { NVTX_RANGE_FN(); fill<<<1, 32>>>(p); SYNC_AND_CHECK(); }\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    assert not [f for f in report.findings if f.slug == "unknown-api"]
+    names = {u.name for u in report.uses}
+    assert "nvtx_range" not in names
+    assert {"cudaDeviceSynchronize", "cudaGetLastError"} <= names
