@@ -20,7 +20,7 @@ from portcheck.preproc import (
     names_in,
     shuffle_arguments,
 )
-from portcheck.project import WARP_WIDTH_NAME
+from portcheck.project import LANE_MASK_NAME, WARP_WIDTH_NAME
 
 # An operand that is plausibly a thread or lane index.
 THREAD_INDEX = re.compile(
@@ -542,11 +542,41 @@ def _coalesced_ballot(ctx: Context, call: Any) -> bool:
     return re.search(declared, ctx.data) is not None
 
 
+# `using warp_mask_t = unsigned int;`, `typedef uint32_t lane_mask_t;`: a type for lane masks
+MASK_TYPE_ALIAS = re.compile(
+    rb"\busing[ \t]+(\w+)[ \t]*=[ \t]*([\w \t]+?)[ \t]*;"
+    rb"|\btypedef[ \t]+([\w \t]+?)[ \t]+(\w+)[ \t]*;"
+)
+
+
+def _narrow_mask_types(ctx: Context) -> None:
+    """A type the project names for lane masks (pytorch_scatter's `warp_mask_t`) declared
+    32 bits wide: every mask held in it drops lanes 32-63 of a wave64 ballot or shuffle."""
+    if re.search(rb"(?i)mask", ctx.data) is None:
+        return
+    masked = mask_comments_and_strings(ctx.data)
+    for match in MASK_TYPE_ALIAS.finditer(masked):
+        if match.group(1) is not None:
+            name, kind, at = match.group(1), match.group(2), match.start(1)
+        else:
+            name, kind, at = match.group(4), match.group(3), match.start(4)
+        declared = " ".join(kind.decode(errors="replace").split())
+        if LANE_MASK_NAME.search(name.decode(errors="replace")) and NARROW_TYPES.match(declared):
+            ctx.report(
+                at,
+                at + len(name),
+                f"`{name.decode()}` is a 32-bit lane-mask type (`{declared}`); wave64 ballots "
+                "and shuffle masks are 64 bits",
+                fix="Declare it `unsigned long long` (or `uint64_t`).",
+            )
+
+
 @hazard("lane-mask-width")
 def lane_mask_width(ctx: Context) -> None:
     if ctx.root is None:
         return
     _macro_body_masks(ctx)
+    _narrow_mask_types(ctx)
     for call in ctx.device_nodes("call"):
         name = call_name(call)
         if name not in SYNC_INTRINSICS:
