@@ -879,6 +879,15 @@ def looks_like_other_dialect_guard(name: str) -> bool:
     return OTHER_CUDA_DIALECT.search(name) is not None
 
 
+# Switches of a third GPU platform that is not CUDA at all (jax's `JAX_GPU_ONEAPI`, hypre's
+# `HYPRE_USING_SYCL`, cp2k's `__OFFLOAD_OPENCL`): neither an NVIDIA nor an AMD build sets them.
+THIRD_PLATFORM = re.compile(r"(?:^|_)(?:SYCL|ONEAPI|OPENCL|DPCPP)_?_?$")
+
+
+def looks_like_third_platform_guard(name: str) -> bool:
+    return THIRD_PLATFORM.search(name) is not None
+
+
 # The wavefront width of an AMD build: hip-clang's `__AMDGCN_WAVEFRONT_SIZE` or the width a
 # project's build passes (`-DROCM_WAVEFRONT_SIZE=64`). 64 or 32 by GPU; the default target is
 # any AMD GPU, so it is taken as 64, the width at which 32-lane code breaks (a wave32 target
@@ -908,6 +917,8 @@ def unless_defined(name: str, amd: bool) -> object:
         return UNDEFINED if amd else None
     if looks_like_other_dialect_guard(name):
         return UNDEFINED if amd else None
+    if looks_like_third_platform_guard(name):
+        return UNDEFINED
     return None
 
 

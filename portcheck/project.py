@@ -38,6 +38,7 @@ from portcheck.preproc import (
     is_amd_guard,
     looks_like_amd_guard,
     looks_like_nvidia_guard,
+    looks_like_third_platform_guard,
     names_in,
     unless_defined,
 )
@@ -386,6 +387,8 @@ class ProjectFacts:
         kind = None
         if in_nv == 0 and in_amd != 0:
             kind = "amd"
+        elif in_nv == 0 and in_amd == 0 and self._names_third_platform(branch):
+            kind = "other"  # a SYCL or OpenCL branch: no CUDA build compiles it
         elif in_amd == 0 and (
             self._mentions_platform(branch)
             or self._arch_branch_with_fallback(path, branch)
@@ -396,6 +399,12 @@ class ProjectFacts:
             kind = "nvidia"
         self._kinds[key] = kind
         return kind
+
+    @staticmethod
+    def _names_third_platform(branch: Branch) -> bool:
+        return branch.test is not None and any(
+            looks_like_third_platform_guard(n) for n in names_in(branch.test)
+        )
 
     def _has_amd_sibling(self, path: str, branch: Branch) -> bool:
         """`#if defined(__CUDA_ARCH__)` … `#elif defined(__HIP_DEVICE_COMPILE__)`: another
@@ -550,7 +559,8 @@ class ProjectFacts:
         return not marked and not self._switched_file(path)
 
     def placement(self, path: str, offset: int) -> str | None:
-        """'amd' inside an AMD path, 'nvidia' in NVIDIA-only code with an AMD alternative."""
+        """'amd' inside an AMD path, 'nvidia' in NVIDIA-only code with an AMD alternative,
+        'other' in a third platform's branch (SYCL, OpenCL) that no CUDA build compiles."""
         marked = self._marked.get(path)
         if marked is None:
             marked = self._marked[path] = self._marked_regions(path)
@@ -559,6 +569,8 @@ class ProjectFacts:
         kinds = {kind for start, end, kind in marked if start <= offset < end}
         if "amd" in kinds:
             return "amd"
+        if "other" in kinds:
+            return "other"  # another platform's code (SYCL, OpenCL): not a port's concern
         if "nvidia" in kinds:
             return "nvidia"
         return None

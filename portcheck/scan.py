@@ -232,7 +232,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-14"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-15"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -377,8 +377,8 @@ def _assemble(
                 if not is_cuda(use):
                     continue
                 place = facts.placement(path, use.span.start_byte)
-                if place == "amd":
-                    continue  # the project's own AMD code
+                if place in ("amd", "other"):
+                    continue  # the project's own AMD code, or another platform's
                 if place is None and helpers and _within(helpers, use.span.start_byte):
                     place = "nvidia"
                 kept.append(use)
@@ -410,7 +410,7 @@ def _assemble(
                 finding = replace(finding, amd_alternative=True)  # the AMD build drops it
             if not plain:
                 place = facts.placement(path, finding.span.start_byte)
-                if place == "amd":
+                if place in ("amd", "other"):
                     continue
                 if place is None and helpers and _within(helpers, finding.span.start_byte):
                     place = "nvidia"
