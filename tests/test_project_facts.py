@@ -432,3 +432,20 @@ def test_a_local_declared_in_a_macro_body_is_not_a_cuda_name(tmp_path):
     names = {u.name for u in report.uses}
     assert "nvtx_range" not in names
     assert {"cudaDeviceSynchronize", "cudaGetLastError"} <= names
+
+
+def test_cupti_is_one_library_to_port_not_unknown_names(tmp_path):
+    """CUPTI (jax's vendor.h includes it) is a library to port to ROCprofiler-SDK: one
+    library-port finding per file, no unknown-api question per CUPTI name."""
+    (tmp_path / "tracer.cc").write_text(
+        "#include <cupti.h>\n#include <cusolverDn.h>\n\n"
+        "int start_tracing() {\n"
+        "  CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_KERNEL);\n"
+        "  if (r != CUPTI_SUCCESS) return -1;\n"
+        "  int solver_version = 0;\n  cusolverGetVersion(&solver_version);\n"
+        "  return solver_version;\n}\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    assert not [f for f in report.findings if f.slug == "unknown-api"]
+    ports = [f for f in report.findings if f.slug == "library-port"]
+    assert len(ports) == 1 and "ROCprofiler-SDK" in ports[0].message

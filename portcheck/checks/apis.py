@@ -91,8 +91,9 @@ MANUAL_PORT_FAMILIES = {
     "npp": "RPP (ROCm Performance Primitives) or HIP kernels",
     "nvml": "AMD SMI",
     "cutlass": "composable_kernel or rocWMMA",
+    "cupti": "ROCprofiler-SDK (AMD's profiling and tracing API)",
 }
-MANUAL_PORT_HEADERS = {"cudnn.h": "cudnn", "cublasLt.h": "cublaslt"}
+MANUAL_PORT_HEADERS = {"cudnn.h": "cudnn", "cublasLt.h": "cublaslt", "cupti.h": "cupti"}
 # Names reported by a more specific hazard are not repeated as unsupported-api.
 SPECIFIC = MANAGED | TEXTURE_REFERENCES | COOPERATIVE | MODULE_LOADS | {"asm", "<<<>>>"}
 
