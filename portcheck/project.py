@@ -937,7 +937,9 @@ class ProjectFacts:
 DEFINITION_SLUGS = frozenset({"warp-size-assumption", "lane-mask-width"})
 # Names that say a constant is a warp width or a full-warp mask.
 WARP_WIDTH_NAME = re.compile(
-    r"(?i)(?:^|_)(?:k_?)?(?:hw_?|cuda_?|phys(?:ical)?_?)?warp(?:_?(?:size|width|lanes?|sz))?$"
+    r"(?i)(?:^|_)(?:k_?)?(?:hw_?|cuda_?|phys(?:ical)?_?)?warp(?:_?(?:size|width|lanes?|sz))?"
+    # FBGEMM's `kWarpSizeHost()`: the width for host-side launch arithmetic
+    r"(?:_?(?:host|device))?$"
     r"|lanes?_?per_?warp|threads?_?per_?warp"
 )
 LANE_MASK_NAME = re.compile(
