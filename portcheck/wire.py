@@ -331,36 +331,31 @@ CONSTANT_DEF = Record(
 )
 
 
-def _pairs(check: Callable[[Any], Any]) -> Field:
-    """A tuple of pairs (byte ranges, (relpath, digest)) as a JSON list of 2-lists."""
+def _pairs(
+    check: Callable[[Any], Any],
+    second: Callable[[Any], Any] | None = None,
+    make: Callable[[list[Any]], Any] = tuple,
+) -> Field:
+    """Pairs (byte ranges, (relpath, digest), (name, offset)) as a JSON list of 2-lists:
+    `check` reads the first of each pair, `second` (else `check`) the other; `make` builds
+    the container (a tuple, or a list where the dataclass holds one)."""
+    other = second or check
 
-    def decode(value: Any) -> tuple[tuple[Any, Any], ...]:
+    def decode(value: Any) -> Any:
         if type(value) is not list:
             raise _bad("expected a list of pairs")
         pairs = []
         for item in value:
             if type(item) is not list or len(item) != 2:
                 raise _bad("expected a pair")
-            pairs.append((check(item[0]), check(item[1])))
-        return tuple(pairs)
+            pairs.append((check(item[0]), other(item[1])))
+        return make(pairs)
 
     return Field(lambda pairs: [list(pair) for pair in pairs], decode)
 
 
-def _named_offsets(value: Any) -> tuple[tuple[str, int], ...]:
-    """(name, byte offset) pairs, from a JSON list of 2-lists."""
-    if type(value) is not list:
-        raise _bad("expected a list of pairs")
-    pairs = []
-    for item in value:
-        if type(item) is not list or len(item) != 2:
-            raise _bad("expected a pair")
-        pairs.append((_check_str(item[0]), _check_int(item[1])))
-    return tuple(pairs)
-
-
-NAMED_OFFSETS = Field(lambda pairs: [list(pair) for pair in pairs], _named_offsets)
-NAMED_LIST = Field(lambda pairs: [list(pair) for pair in pairs], lambda v: list(_named_offsets(v)))
+NAMED_OFFSETS = _pairs(_check_str, _check_int)  # (name, byte offset)
+NAMED_LIST = _pairs(_check_str, _check_int, list)
 
 
 INVOCATION = Record(
