@@ -212,6 +212,11 @@ class Branch(NamedTuple):
     test: str | None
     directive: str  # the line that opens it, whitespace-normalised (for reports)
 
+    @property
+    def tests(self) -> list[str]:
+        """Every test its condition reads: those before it, then its own."""
+        return [*self.prior, *([self.test] if self.test is not None else [])]
+
 
 class MacroDef(NamedTuple):
     name: str
@@ -414,7 +419,7 @@ DEFAULTED_PARAMETER = re.compile(
 )
 
 
-def shuffle_arguments(text: bytes, start: int) -> list[bytes]:
+def top_level_arguments(text: bytes, start: int) -> list[bytes]:
     """The top-level arguments of the call whose `(` ends at `start`."""
     arguments: list[bytes] = []
     depth = 0
@@ -438,7 +443,7 @@ def shuffle_width_names(text: bytes) -> set[str]:
     defaults = {m.group(1): m.group(2) for m in DEFAULTED_PARAMETER.finditer(text)}
     names: set[str] = set()
     for match in SHUFFLE.finditer(text):
-        arguments = shuffle_arguments(text, match.end())
+        arguments = top_level_arguments(text, match.end())
         position = 3 if match.group(1) else 2
         if len(arguments) > position and re.fullmatch(rb"[A-Za-z_]\w*", arguments[position]):
             name = arguments[position]

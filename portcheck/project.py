@@ -290,20 +290,19 @@ class ProjectFacts:
         found: set[str] = set()
         for ff in self.files.values():
             for branch in ff.facts.branches:
-                tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+                tests = branch.tests
                 if not any(word in t for t in tests for word in AMD_WORDS) or not any(
                     is_amd_guard(n) or looks_like_amd_guard(n) for t in tests for n in names_in(t)
                 ):
                     continue
                 for outer in ff.enclosing(branch.start_byte):
-                    if outer is branch or outer.test is None:
-                        continue
+                    if outer is branch or outer.test is None or "||" in outer.test:
+                        continue  # `A || B` around an AMD test: A may be off in that build
                     found.update(
                         n
                         for n in names_in(outer.test)
                         if looks_like_nvidia_guard(n)
                         and n not in self._macro_defs
-                        and "||" not in outer.test
                         and _switched_on(n, outer.test)
                     )
         self._amd_too = frozenset(found)
@@ -339,7 +338,7 @@ class ProjectFacts:
         some NVIDIA GPUs), whose absence is what keeps an AMD build out of this branch (a
         polyfill for the NVIDIA GPUs without it). Not `defined(FULL_BF16) && __CUDA_ARCH__
         >= 900`: there the arch test keeps AMD out, and an AMD build loses the branch."""
-        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        tests = branch.tests
         features = {
             n
             for t in tests
@@ -432,7 +431,7 @@ class ProjectFacts:
         key = (branch.prior, branch.test)
         known = self._platform_tests.get(key)
         if known is None:
-            tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+            tests = branch.tests
             known = self._platform_tests[key] = any(
                 is_amd_guard(n)
                 or n in NVIDIA_ONLY
@@ -450,7 +449,7 @@ class ProjectFacts:
         """`#if __CUDA_ARCH__ >= 800 … #else … #endif`: an AMD build takes the other branch
         (the arch-conditional finding on the directive says so); what is inside this one is
         NVIDIA-only code with an alternative, not a blocker."""
-        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        tests = branch.tests
         if not any(ARCH_COMPARISON.search(t) for t in tests):
             return False
         siblings = self.files[path].groups.get(branch.group, ())
@@ -463,7 +462,7 @@ class ProjectFacts:
         alternative is that code. A test an old GPU fails but a newer one passes
         (`__CUDA_ARCH__ >= 800`, no `#else`) is not one: there an AMD build loses the
         branch."""
-        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        tests = branch.tests
         if not any(ARCH_COMPARISON.search(t) for t in tests):
             return False
 
@@ -477,7 +476,7 @@ class ProjectFacts:
         return newest == 0 and branch_condition_value(branch, on(100)) != 0
 
     def _mentions_platform(self, branch: Branch) -> bool:
-        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        tests = branch.tests
         return any(self.is_platform_macro(n) for t in tests for n in names_in(t))
 
     def _device_macros(self) -> set[str]:
@@ -606,7 +605,7 @@ class ProjectFacts:
         known = self._options.get(key)
         if known is not None:
             return known
-        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        tests = branch.tests
         switches = sorted({n for t in tests for n in names_in(t) if self._is_build_switch(n)})
         found = ""
         if switches:
@@ -665,7 +664,7 @@ class ProjectFacts:
         """As _branch_kind, for a branch of an `if constexpr` (portcheck.constexpr_if):
         its tests may also read the project's constants (`if constexpr (kLanes == 64)`),
         and must name something the platforms set differently."""
-        tests = [*branch.prior, *([branch.test] if branch.test is not None else [])]
+        tests = branch.tests
         if not any(self._per_platform(n) for t in tests for n in names_in(t)):
             return None
         amd = branch_condition_value(branch, self._constant_env(path))

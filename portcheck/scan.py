@@ -364,6 +364,14 @@ def _assemble(
         file_scored: list[Use] = []  # HIP's: not those in NVIDIA-only code with an AMD path
         helpers = nvidia_helpers.get(path)  # (start, end) of its NVIDIA-only helpers
         plain = facts.plain(path) and not helpers  # nothing to place
+
+        def place_of(offset: int, path: str = path, helpers: Any = helpers) -> str | None:
+            """facts.placement, with the file's NVIDIA-only helpers as NVIDIA code."""
+            place = facts.placement(path, offset)
+            if place is None and helpers and _within(helpers, offset):
+                return "nvidia"
+            return place
+
         if plain:
             kept = [use for use in file_scan.uses if is_cuda(use)]
             if shimmed:
@@ -376,11 +384,9 @@ def _assemble(
             for use in file_scan.uses:
                 if not is_cuda(use):
                     continue
-                place = facts.placement(path, use.span.start_byte)
+                place = place_of(use.span.start_byte)
                 if place in ("amd", "other"):
                     continue  # the project's own AMD code, or another platform's
-                if place is None and helpers and _within(helpers, use.span.start_byte):
-                    place = "nvidia"
                 kept.append(use)
                 guard = facts.optional_guard(path, use.span.start_byte)
                 renamed = use.name in shimmed
@@ -409,11 +415,9 @@ def _assemble(
             ):
                 finding = replace(finding, amd_alternative=True)  # the AMD build drops it
             if not plain:
-                place = facts.placement(path, finding.span.start_byte)
+                place = place_of(finding.span.start_byte)
                 if place in ("amd", "other"):
                     continue
-                if place is None and helpers and _within(helpers, finding.span.start_byte):
-                    place = "nvidia"
                 if place == "nvidia":
                     finding = replace(finding, amd_alternative=True)
                 guard = facts.optional_guard(path, finding.span.start_byte)

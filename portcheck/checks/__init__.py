@@ -23,7 +23,13 @@ from portcheck.checks.spec import HazardSpec, catalogue
 from portcheck.checks.spec import hazards_of as hazards_of
 from portcheck.checks.spec import resolve_ignores as resolve_ignores
 from portcheck.model import Finding, Language, PyFinding, Severity, Span, Use, Verdicts
-from portcheck.preproc import EMPTY_FACTS, PreprocFacts, evaluate, names_in
+from portcheck.preproc import (
+    EMPTY_FACTS,
+    PreprocFacts,
+    evaluate,
+    mask_comments_and_strings,
+    names_in,
+)
 from portcheck.project import Pending
 
 SUPPRESSION = re.compile(rb"portcheck:\s*ignore(?:\[([^\]]*)\])?")
@@ -128,6 +134,14 @@ class Context:
     # The rule set's lookup (a name -> its rule, or None), for checks that ask about a name
     # no use in the file carries
     lookup: Callable[[str], Any] | None = None
+
+    @property
+    def masked(self) -> bytes:
+        """The file's text with comments and string literals blanked, once per file."""
+        text = self.memo.get("masked")
+        if text is None:
+            text = self.memo["masked"] = mask_comments_and_strings(self.data)
+        return text
 
     def report(
         self,

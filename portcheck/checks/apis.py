@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from portcheck.checks import Context, hazard
 from portcheck.model import Status, Use, Verdicts
+from portcheck.preproc import top_level_arguments
 
 # The FP8 value types (__nv_fp8_e4m3, __nv_fp8x2_e5m2, …); not __nv_fp8_storage_t (raw bits).
 FP8_TYPE = re.compile(r"__nv_fp8(?:x[24])?_e(?:4m3|5m2)")
@@ -295,20 +296,7 @@ def _macro_arguments(data: bytes, offset: int) -> list[str] | None:
         return None
     if not _MACRO_NAME.search(data[max(0, i - 64) : i]):
         return None
-    arguments, depth, start = [], 0, i + 1
-    for j in range(i + 1, min(len(data), offset + MACRO_REACH)):
-        c = data[j]
-        if c in b"([{":
-            depth += 1
-        elif c in b")]}":
-            if depth == 0:
-                arguments.append(data[start:j].decode(errors="replace").strip())
-                return arguments
-            depth -= 1
-        elif c == 0x2C and depth == 0:  # ,
-            arguments.append(data[start:j].decode(errors="replace").strip())
-            start = j + 1
-    return None
+    return [a.decode(errors="replace") for a in top_level_arguments(data, i + 1)]
 
 
 _DEFINITION_TEST = re.compile(rb"(?:^[ \t]*#[ \t]*(?:ifdef|ifndef)|\bdefined[ \t]*\(?)[ \t]*$")

@@ -16,9 +16,8 @@ from portcheck.model import Severity, Status, Verdicts
 from portcheck.preproc import (
     SHUFFLE,
     evaluate,
-    mask_comments_and_strings,
     names_in,
-    shuffle_arguments,
+    top_level_arguments,
 )
 from portcheck.project import LANE_MASK_NAME, WARP_WIDTH_NAME
 
@@ -146,7 +145,7 @@ def _adapts_to_warp_width(ctx: Context, operand: str, offset: int) -> bool:
 
 
 def _explicit_width(text: bytes, match: re.Match[bytes]) -> bool:
-    arguments = shuffle_arguments(text, match.end())
+    arguments = top_level_arguments(text, match.end())
     position = 3 if match.group(1) else 2
     if len(arguments) <= position:
         return False
@@ -403,7 +402,7 @@ def width_ladders(ctx: Context) -> None:
     code asks for has no rung. Decided with the project's constants."""
     if b"== 32" not in ctx.data and b"==32" not in ctx.data:
         return
-    masked = mask_comments_and_strings(ctx.data)
+    masked = ctx.masked
     ladders: dict[str, list[list[re.Match[bytes]]]] = {}
     for rung in LADDER_RUNG.finditer(masked):
         runs = ladders.setdefault(rung.group(1).decode(), [])
@@ -503,7 +502,7 @@ MACRO_SYNC_CALL = re.compile(
 def _macro_body_masks(ctx: Context) -> None:
     if b"_sync" not in ctx.data:
         return
-    masked = mask_comments_and_strings(ctx.data)
+    masked = ctx.masked
     for macro in ctx.preproc.macros:
         if not macro.function_like or "_sync" not in macro.body:
             continue
@@ -554,7 +553,7 @@ def _narrow_mask_types(ctx: Context) -> None:
     32 bits wide: every mask held in it drops lanes 32-63 of a wave64 ballot or shuffle."""
     if re.search(rb"(?i)mask", ctx.data) is None:
         return
-    masked = mask_comments_and_strings(ctx.data)
+    masked = ctx.masked
     for match in MASK_TYPE_ALIAS.finditer(masked):
         if match.group(1) is not None:
             name, kind, at = match.group(1), match.group(2), match.start(1)
