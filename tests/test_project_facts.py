@@ -37,6 +37,16 @@ def expected(root) -> Counter[tuple[str, str, int, bool]]:
     return found
 
 
+def scan_source(tmp_path, name: str, text: str):
+    """The report of a project of one file, `name`, holding `text`."""
+    (tmp_path / name).write_text(text)
+    return portcheck.scan(tmp_path, cache=False)
+
+
+def unknown_names(report) -> list[str]:
+    return [f.message for f in report.findings if f.slug == "unknown-api"]
+
+
 def findings(report) -> Counter[tuple[str, str, int, bool]]:
     return Counter((f.path, f.slug, f.span.line, f.amd_alternative) for f in report.findings)
 
@@ -72,14 +82,15 @@ def test_nothing_inside_an_amd_path_is_reported_or_counted():
 
 
 def test_amd_asm_outside_any_guard_is_not_inline_ptx(tmp_path):
-    (tmp_path / "gfx.cu").write_text(
+    report = scan_source(
+        tmp_path,
+        "gfx.cu",
         "__global__ void k(int* p) {\n"
         '  asm volatile("s_waitcnt vmcnt(0) lgkmcnt(0)" ::: "memory");\n'
         '  asm volatile("v_dot2_f32_f16 %0, %1, %2, %0" : "+v"(p[0]) : "v"(p[1]), "v"(p[2]));\n'
         '  asm volatile("mov.u32 %0, %%laneid;" : "=r"(p[3]));\n'
-        "}\n"
+        "}\n",
     )
-    report = portcheck.scan(tmp_path, cache=False)
     assert [(f.slug, f.span.line) for f in report.findings] == [("inline-ptx", 4)]
 
 
@@ -113,7 +124,9 @@ def test_a_constant_changed_in_one_header_changes_another_files_findings(tmp_pat
 
 
 def test_locals_named_like_math_functions_are_not_cuda_uses(tmp_path):
-    (tmp_path / "bessel.cu").write_text(
+    report = scan_source(
+        tmp_path,
+        "bessel.cu",
         "__global__ void sums(const float* in, float* out, int n) {\n"
         "  float j0 = 0.f, y0 = 0.f, y1 = 0.f;\n"
         "  for (int i = threadIdx.x; i < n; i += blockDim.x) {\n"
@@ -124,9 +137,8 @@ def test_locals_named_like_math_functions_are_not_cuda_uses(tmp_path):
         "}\n"
         "__global__ void bessel(const double* x, double* out) {\n"
         "  out[threadIdx.x] = j0(x[threadIdx.x]) + y1(x[threadIdx.x]);\n"
-        "}\n"
+        "}\n",
     )
-    report = portcheck.scan(tmp_path, cache=False)
     bessel = sorted((u.name, u.span.line) for u in report.uses if u.name in ("j0", "y0", "y1"))
     assert bessel == [("j0", 10), ("y1", 10)]
 
@@ -135,13 +147,14 @@ def test_device_code_behind_a_macro_from_another_header_is_checked(tmp_path):
     (tmp_path / "macros.h").write_text(
         "#pragma once\n#define CUTLASS_DEVICE __forceinline__ __device__\n"
     )
-    (tmp_path / "warp.cu").write_text(
+    report = scan_source(
+        tmp_path,
+        "warp.cu",
         '#include "macros.h"\n'
         "CUTLASS_DEVICE int lane_of(int tid) { return tid & 31; }\n"
         "inline int host_lane(int tid) { return tid & 31; }\n"
-        "__global__ void k(int* p) { p[0] = lane_of(threadIdx.x); }\n"
+        "__global__ void k(int* p) { p[0] = lane_of(threadIdx.x); }\n",
     )
-    report = portcheck.scan(tmp_path, cache=False)
     assert [(f.slug, f.span.line) for f in report.findings] == [("warp-size-assumption", 2)]
     assert report.findings[0].kernels == ("k",)
 
@@ -252,7 +265,9 @@ def test_toolkit_version_branches_and_split_selector_calls_have_amd_alternatives
         "#define GPU_HIP_OR_CUDA(a, b) b\n"
         "#endif\n"
     )
-    (tmp_path / "memory.cu").write_text(
+    report = scan_source(
+        tmp_path,
+        "memory.cu",
         '#include "gpu.h"\n'
         "#include <cuda_runtime.h>\n"
         "void advise(float* p, size_t n, int device) {\n"
@@ -266,9 +281,8 @@ def test_toolkit_version_branches_and_split_selector_calls_have_amd_alternatives
         "#else\n"
         "  p[threadIdx.x] = __shfl_down(p[threadIdx.x], 1);\n"
         "#endif\n"
-        "}\n"
+        "}\n",
     )
-    report = portcheck.scan(tmp_path, cache=False)
     found = {(f.slug, f.span.line): f.amd_alternative for f in report.findings}
     # The CUDA argument of a macro whose name and `(` are on two lines.
     assert found[("managed-memory", 6)] is True
@@ -281,9 +295,7 @@ def test_tiles_named_by_a_constant_of_32_make_warp_arithmetic_a_low_note():
     """`tiled_partition<ROW_TILE>` with ROW_TILE 32 in another header is a tile of 32, as
     the literal is; a width that is 64 on AMD, or one the tree does not define, is not."""
     report = portcheck.scan(PROJECTS / "named_tiles", cache=False)
-    severity = {
-        f.function: f.severity for f in report.findings if f.slug == "warp-size-assumption"
-    }
+    severity = {f.function: f.severity for f in report.findings if f.slug == "warp-size-assumption"}
     assert severity == {
         "row_sums": Severity.LOW,
         "wide_sums": Severity.HIGH,
@@ -338,15 +350,16 @@ def test_names_the_project_renames_to_hip_already_have_an_amd_path(tmp_path):
 def test_a_cuda_type_after_a_qualifier_macro_is_a_known_type_not_an_unknown_name(tmp_path):
     """`DEVICE_INLINE __nv_bfloat16 to_bf16(float v)`: the grammar reads the type and the
     function name as one qualified name without `::`; the type is still CUDA's bf16."""
-    (tmp_path / "convert.cuh").write_text(
+    report = scan_source(
+        tmp_path,
+        "convert.cuh",
         "#pragma once\n#include <cuda_bf16.h>\n"
         "#define DEVICE_INLINE __device__ inline __attribute__((always_inline))\n\n"
         "DEVICE_INLINE __nv_bfloat16 to_bf16(float v) {\n  return __float2bfloat16(v);\n}\n\n"
         "DEVICE_INLINE __nv_bfloat162 to_bf16_2(float2 v) {\n"
-        "  return __halves2bfloat162(to_bf16(v.x), to_bf16(v.y));\n}\n"
+        "  return __halves2bfloat162(to_bf16(v.x), to_bf16(v.y));\n}\n",
     )
-    report = portcheck.scan(tmp_path, cache=False)
-    assert not [f for f in report.findings if f.slug == "unknown-api"]
+    assert not unknown_names(report)
     types = {u.name: u.rule is not None for u in report.uses if u.name.startswith("__nv_")}
     assert types == {"__nv_bfloat16": True, "__nv_bfloat162": True}
 
@@ -354,15 +367,16 @@ def test_a_cuda_type_after_a_qualifier_macro_is_a_known_type_not_an_unknown_name
 def test_pytorch_macros_named_like_cuda_are_not_unknown_cuda_names(tmp_path):
     """`CUDA_KERNEL_ASSERT` and `CUDA_KERNEL_LOOP` are PyTorch's macros (its ROCm builds
     define them too): an extension's use of them is neither unknown nor work."""
-    (tmp_path / "bucketize.cu").write_text(
+    report = scan_source(
+        tmp_path,
+        "bucketize.cu",
         "#include <ATen/cuda/detail/KernelUtils.h>\n#include <c10/macros/Macros.h>\n\n"
         "__global__ void bucketize(const float* x, const float* edges, int n, int m, int* out) {\n"
         "  CUDA_KERNEL_LOOP(i, n) {\n"
         "    int b = 0;\n    while (b < m && x[i] >= edges[b]) ++b;\n"
-        "    CUDA_KERNEL_ASSERT(b <= m);\n    out[i] = b;\n  }\n}\n"
+        "    CUDA_KERNEL_ASSERT(b <= m);\n    out[i] = b;\n  }\n}\n",
     )
-    report = portcheck.scan(tmp_path, cache=False)
-    assert not [f for f in report.findings if f.slug == "unknown-api"]
+    assert not unknown_names(report)
     asserts = [u for u in report.uses if u.name == "CUDA_KERNEL_ASSERT"]
     assert asserts and all(u.rule is not None and u.rule.family == "pytorch" for u in asserts)
 
@@ -370,14 +384,15 @@ def test_pytorch_macros_named_like_cuda_are_not_unknown_cuda_names(tmp_path):
 def test_library_version_macros_are_known_and_partial_on_hip(tmp_path):
     """`#if CUSPARSE_VERSION >= 11000` picks an API generation by NVIDIA's library version:
     a known name (no unknown-api question), partial on HIP, where it is undefined."""
-    (tmp_path / "spmv.cu").write_text(
+    report = scan_source(
+        tmp_path,
+        "spmv.cu",
         "#include <cusparse.h>\n#include <cudnn.h>\n\n"
         "#if CUSPARSE_VERSION >= 11000\n#define SPMV_ALG CUSPARSE_SPMV_CSR_ALG2\n"
         "#else\n#define SPMV_ALG CUSPARSE_CSRMV_ALG2\n#endif\n"
-        "#if CUDNN_MAJOR >= 8 && CUBLAS_VER_MAJOR >= 11\nstatic const int kModern = 1;\n#endif\n"
+        "#if CUDNN_MAJOR >= 8 && CUBLAS_VER_MAJOR >= 11\nstatic const int kModern = 1;\n#endif\n",
     )
-    report = portcheck.scan(tmp_path, cache=False)
-    assert not [f for f in report.findings if f.slug == "unknown-api"]
+    assert not unknown_names(report)
     names = {u.name: u for u in report.uses}
     for name, family in [("CUSPARSE_VERSION", "cusparse"), ("CUDNN_MAJOR", "cudnn")]:
         rule = names[name].rule
@@ -388,16 +403,17 @@ def test_library_version_macros_are_known_and_partial_on_hip(tmp_path):
 def test_nvtx_attribute_enumerators_are_known_nvtx_names(tmp_path):
     """The payload and message kinds of an NVTX event are NVTX's names (roctx has no
     attribute structure), not unknown CUDA APIs."""
-    (tmp_path / "marks.c").write_text(
+    report = scan_source(
+        tmp_path,
+        "marks.c",
         "#include <nvtx3/nvToolsExt.h>\n\n"
         "void mark_step(const char *name, long long step)\n{\n"
         "   nvtxEventAttributes_t a = {0};\n   a.version = NVTX_VERSION;\n"
         "   a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;\n   a.messageType = NVTX_MESSAGE_TYPE_ASCII;\n"
         "   a.message.ascii = name;\n   a.payloadType = NVTX_PAYLOAD_TYPE_INT64;\n"
-        "   a.payload.llValue = step;\n   nvtxMarkEx(&a);\n}\n"
+        "   a.payload.llValue = step;\n   nvtxMarkEx(&a);\n}\n",
     )
-    report = portcheck.scan(tmp_path, cache=False)
-    assert not [f for f in report.findings if f.slug == "unknown-api"]
+    assert not unknown_names(report)
     payload = next(u for u in report.uses if u.name == "NVTX_PAYLOAD_TYPE_INT64")
     assert payload.rule is not None and payload.rule.family == "nvtx"
 
@@ -405,11 +421,12 @@ def test_nvtx_attribute_enumerators_are_known_nvtx_names(tmp_path):
 def test_nvtx3_cuda_resource_header_is_a_known_header(tmp_path):
     """llm.c includes nvtx3/nvToolsExtCudaRt.h to name streams: NVTX's header, which roctx
     has no counterpart of, not an unknown name."""
-    (tmp_path / "streams.cu").write_text(
+    report = scan_source(
+        tmp_path,
+        "streams.cu",
         "#include <nvtx3/nvToolsExtCudaRt.h>\n#include <cuda_runtime.h>\n\n"
-        'void name_main_stream(cudaStream_t s) { nvtxNameCudaStreamA(s, "main"); }\n'
+        'void name_main_stream(cudaStream_t s) { nvtxNameCudaStreamA(s, "main"); }\n',
     )
-    report = portcheck.scan(tmp_path, cache=False)
     header = next(f for f in report.findings if f.span.line == 1)
     assert header.slug == "unsupported-api"
     assert "nvToolsExtCudaRt.h" in header.message
@@ -418,17 +435,18 @@ def test_nvtx3_cuda_resource_header_is_a_known_header(tmp_path):
 def test_a_local_declared_in_a_macro_body_is_not_a_cuda_name(tmp_path):
     """`#define NVTX_RANGE_FN() NvtxRange nvtx_range(__FUNCTION__)` (llm.c) declares a
     local named like NVTX's API; the calls in the other macro body are still uses."""
-    (tmp_path / "profile.cuh").write_text(
+    report = scan_source(
+        tmp_path,
+        "profile.cuh",
         "#include <nvtx3/nvToolsExt.h>\n#include <cuda_runtime.h>\n\n"
         "class NvtxRange {\n public:\n  NvtxRange(const char* s) { nvtxRangePush(s); }\n"
         "  ~NvtxRange() { nvtxRangePop(); }\n};\n"
         "#define NVTX_RANGE_FN() NvtxRange nvtx_range(__FUNCTION__)\n"
         "#define SYNC_AND_CHECK() (cudaDeviceSynchronize(), cudaGetLastError())\n\n"
         "__global__ void fill(float* p) { p[threadIdx.x] = 1.0f; }\n"
-        "inline void run(float* p) { NVTX_RANGE_FN(); fill<<<1, 32>>>(p); SYNC_AND_CHECK(); }\n"
+        "inline void run(float* p) { NVTX_RANGE_FN(); fill<<<1, 32>>>(p); SYNC_AND_CHECK(); }\n",
     )
-    report = portcheck.scan(tmp_path, cache=False)
-    assert not [f for f in report.findings if f.slug == "unknown-api"]
+    assert not unknown_names(report)
     names = {u.name for u in report.uses}
     assert "nvtx_range" not in names
     assert {"cudaDeviceSynchronize", "cudaGetLastError"} <= names
@@ -437,15 +455,16 @@ def test_a_local_declared_in_a_macro_body_is_not_a_cuda_name(tmp_path):
 def test_cupti_is_one_library_to_port_not_unknown_names(tmp_path):
     """CUPTI (jax's vendor.h includes it) is a library to port to ROCprofiler-SDK: one
     library-port finding per file, no unknown-api question per CUPTI name."""
-    (tmp_path / "tracer.cc").write_text(
+    report = scan_source(
+        tmp_path,
+        "tracer.cc",
         "#include <cupti.h>\n#include <cusolverDn.h>\n\n"
         "int start_tracing() {\n"
         "  CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_KERNEL);\n"
         "  if (r != CUPTI_SUCCESS) return -1;\n"
         "  int solver_version = 0;\n  cusolverGetVersion(&solver_version);\n"
-        "  return solver_version;\n}\n"
+        "  return solver_version;\n}\n",
     )
-    report = portcheck.scan(tmp_path, cache=False)
-    assert not [f for f in report.findings if f.slug == "unknown-api"]
+    assert not unknown_names(report)
     ports = [f for f in report.findings if f.slug == "library-port"]
     assert len(ports) == 1 and "ROCprofiler-SDK" in ports[0].message
