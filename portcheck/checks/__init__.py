@@ -16,7 +16,7 @@ import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 # The catalogue, re-exported: checks, the pipeline and the formatters import it from here.
 from portcheck.checks.spec import HazardSpec, catalogue
@@ -104,6 +104,18 @@ def innermost_function(
     while i >= 0 and not functions[i].start <= offset < functions[i].end:
         i = outer[i]
     return i
+
+
+# Syntax nodes that declare names in a function: its parameters and its locals.
+DECLARING = frozenset({"parameter_declaration", "optional_parameter_declaration", "declaration"})
+
+
+class Declared(NamedTuple):
+    """A parameter or local as its function declares it."""
+
+    type: str  # as written, spaces normalised: `unsigned int`
+    initial: Any  # the initialiser's or default's syntax node, or None
+    parameter: bool
 
 
 @dataclass
@@ -272,9 +284,7 @@ class Context:
         for match in ASSIGNED.finditer(body):
             name = match.group(1).decode()
             assignments[name] = assignments.get(name, 0) + 1
-        node = self.root.descendant_for_byte_range(fn.start, fn.end) if self.root else None
-        while node is not None and node.start_byte > fn.start:
-            node = node.parent
+        node = self._function_node(fn)
         if node is not None:
             declarators, parameters = _declarations(node)
             for declarator in declarators:
@@ -300,6 +310,55 @@ class Context:
                     found[text(name_node)] = ""
         self._locals[fn.start] = found
         return found
+
+    def _function_node(self, fn: FunctionInfo) -> Any:
+        node = self.root.descendant_for_byte_range(fn.start, fn.end) if self.root else None
+        while node is not None and node.start_byte > fn.start:
+            node = node.parent
+        return node
+
+    def declared(self, node: Any) -> Declared | None:
+        """How the enclosing function declares the name `node` reads (a parameter, with
+        or without a default, or a local): its type as written and its initialiser. None
+        for anything else (a global, a member, a project constant)."""
+        from portcheck.checks.syntax import text
+
+        if node is None or node.type != "identifier":
+            return None
+        fn = next((f for f in self.functions if f.start <= node.start_byte < f.end), None)
+        if fn is None:
+            return None
+        key = ("declared", fn.start)
+        table = self.memo.get(key)
+        if table is None:
+            table = self.memo[key] = {}
+            function = self._function_node(fn)
+            stack = [function] if function is not None else []
+            while stack:
+                current = stack.pop()
+                stack.extend(current.children)
+                if current.type not in DECLARING:
+                    continue
+                type_node = current.child_by_field_name("type")
+                if type_node is None:
+                    continue
+                written = " ".join(text(type_node).split())
+                for declarator in current.children_by_field_name("declarator"):
+                    name, initial = declarator, current.child_by_field_name("default_value")
+                    if declarator.type == "init_declarator":
+                        name = declarator.child_by_field_name("declarator")
+                        initial = declarator.child_by_field_name("value")
+                    if name is not None and name.type == "identifier":
+                        parameter = current.type != "declaration"
+                        table.setdefault(text(name), []).append(
+                            (current.start_byte, Declared(written, initial, parameter))
+                        )
+            for declarations in table.values():
+                declarations.sort(key=lambda d: d[0])
+        # The last declaration before the use: the one in scope there, but for a sibling
+        # block's (rare, and then of the same kind of type as often as not).
+        before = [d for start, d in table.get(text(node), ()) if start < node.start_byte]
+        return before[-1] if before else None
 
     def device_nodes(self, name: str) -> list[Any]:
         """Syntax nodes of one kind (see DEVICE_PATTERNS) inside device code. One query runs

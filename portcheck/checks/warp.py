@@ -585,8 +585,26 @@ def lane_mask_width(ctx: Context) -> None:
             continue
         message = f"`{text(args[0])}` passed to {name} is a 32-lane mask; wave64 needs 64 bits"
         fix = "Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`)."
+        declared = ctx.declared(args[0])
         if FULL_MASK_32.match("".join(text(args[0]).split())):
             ctx.report(args[0].start_byte, args[0].end_byte, message, fix=fix)
+        elif (
+            declared is not None
+            and NARROW_TYPES.match(declared.type)
+            and (declared.parameter or ctx.value(args[0]) is None)  # else its value decides
+            and not (declared.initial is not None and call_name(declared.initial) in MASK_PRODUCERS)
+        ):
+            # `unsigned mask = 0xffffffff` as a parameter (its default), or a mask computed
+            # at run time into a 32-bit local: HIP's *_sync intrinsics take 64-bit masks only (a
+            # static_assert in amd_warp_sync_functions.h). A ballot stored in one is
+            # reported where it is stored.
+            ctx.report(
+                args[0].start_byte,
+                args[0].end_byte,
+                f"`{text(args[0])}` passed to {name} is declared `{declared.type}` (32 bits); "
+                "HIP's *_sync intrinsics take a 64-bit mask and wave64 needs 64 lanes",
+                fix="Declare the mask `unsigned long long` (all ones: `~0ull`).",
+            )
         else:
             _report_if(
                 ctx,
