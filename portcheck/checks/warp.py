@@ -163,6 +163,14 @@ WARP_LEVEL = re.compile(
     rb"|thread_block_tile|coalesced|wmma|\bmma|ldmatrix|laneid|\bvolatile\b|\basm\b"
     rb"|[Ww]arp|WARP|[Ww]ave|WAVE|[Ll]ane"
 )
+# The warp width's own name as a factor (`shared[c * WARP_SIZE + pixel]`, `kWarpSize * row`):
+# a stride that lays out storage, which makes nothing warp-level, so it is set aside before
+# WARP_LEVEL looks for warp-level code. Read any other way (`warpSize / 2` as a reduction's
+# first step) it still counts.
+_WIDTH_NAME = (
+    rb"\w*?(?:WARP_?SIZE|[Ww]arp_?[Ss]ize|WAVE(?:FRONT)?_?SIZE|[Ww]ave(?:front)?_?[Ss]ize)"
+)
+WIDTH_AS_STRIDE = re.compile(rb"\*\s*" + _WIDTH_NAME + rb"\b|\b" + _WIDTH_NAME + rb"\s*\*")
 MAX_CALL_DEPTH = 3
 TEMPLATE_TYPE = re.compile(rb"\b(?:typename|class)\s+([A-Za-z_]\w*)\s*[,>=]")
 # "Calls" that are casts, operators or value-type constructions, not functions that could
@@ -226,7 +234,8 @@ def _lane_blind(ctx: Context, offset: int) -> bool:
         if known is not None:
             return bool(known)
         ctx.memo[key] = True  # a recursive call adds nothing new
-        result = WARP_LEVEL.search(ctx.data[function.start : function.end]) is None
+        body = WIDTH_AS_STRIDE.sub(b"", ctx.data[function.start : function.end])
+        result = WARP_LEVEL.search(body) is None
         for name in function.calls if result else ():
             if name in cuda_names or name in NOT_CALLEES or name in template_types:
                 continue
