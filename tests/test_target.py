@@ -162,3 +162,32 @@ def test_fp8_types_are_judged_by_the_gpus_fp8_format(mi300x, rx7900xtx):
         for f in rx7900xtx["findings"]
         if f["slug"] == "fp8-format"
     )
+
+
+def test_rocm_7_additions_are_judged_by_the_release():
+    """HIP 7.0 added the warp reduce intrinsics and hipBLAS 3.0 (ROCm 7.0)
+    hipblasSetWorkspace (ROCm's consolidated changelog, section ROCm 7.0.0): reported as
+    unsupported for ROCm 6.4 with the release that added them, not for ROCm 7.0 or when no
+    release is named."""
+    tree = FIXTURES / "target" / "rocm7_additions"
+
+    def unsupported(*args):
+        run = run_portcheck("scan", str(tree), "--format", "json", "--no-cache", *args)
+        assert run.returncode == 0, run.stderr
+        doc = json.loads(run.stdout)
+        return {
+            f["message"].split("`")[1]: f["message"]
+            for f in doc["findings"]
+            if f["slug"] == "unsupported-api"
+        }
+
+    old = unsupported("--rocm", "6.4")
+    assert set(old) == {
+        "__reduce_min_sync",
+        "__reduce_max_sync",
+        "__reduce_or_sync",
+        "cublasSetWorkspace",
+    }
+    assert all("added in ROCm 7.0" in message for message in old.values())
+    assert unsupported("--rocm", "7.0") == {}
+    assert unsupported() == {}
