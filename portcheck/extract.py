@@ -174,6 +174,22 @@ DECLARATOR_TYPES = frozenset(
 )
 
 
+SCOPES = frozenset(
+    {"namespace_definition", "class_specifier", "struct_specifier", "union_specifier"}
+)
+
+
+def _in_scope(fn: Node) -> bool:
+    """Is this function defined inside a namespace or a class (a member or a namespace's
+    function, not the global one of its name)?"""
+    node = fn.parent
+    while node is not None and node.type != "translation_unit":
+        if node.type in SCOPES:
+            return True
+        node = node.parent
+    return False
+
+
 def function_extent(fn: Node) -> tuple[int, int]:
     """A function definition's bytes. Where the grammar recovered from an error in the body
     (a macro invoked with statements for an argument, `DISPATCH(T, auto x = f(); g(x);)`),
@@ -474,13 +490,15 @@ class Extractor:
                 continue
             qualifiers = {child.type for child in fn.children}
             start, end = function_extent(fn)
+            written = strip_template_args(name_node.text.decode())
             functions.append(
                 FunctionInfo(
-                    name=strip_template_args(name_node.text.decode()).split("::")[-1],
+                    name=written.split("::")[-1],
                     start=start,
                     end=end,
                     is_kernel="__global__" in qualifiers,
                     is_device=bool(qualifiers & DEVICE_QUALIFIERS),
+                    scoped="::" in written or _in_scope(fn),
                 )
             )
         functions.sort(key=lambda f: f.start)

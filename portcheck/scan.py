@@ -232,7 +232,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-16"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-17"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -301,12 +301,15 @@ def _assemble(
 
     def is_cuda(use: Use) -> bool:
         if use.rule is not None:
-            return True
+            return use.name not in own_functions
         if use.kind == "header":
             return PurePosixPath(use.name).name not in own_headers
         return use.name not in own_names
 
     facts = ProjectFacts((s.path, s.preproc) for s in scans if s.language.is_source)
+    # A library function the project defines itself is the project's code too (see
+    # _own_library_functions): its calls are not CUDA API uses.
+    own_functions = _own_library_functions(scans, facts)
     reach = kernels_reaching(build_call_graph((s.path, fn) for s in scans for fn in s.functions))
     names: dict[frozenset[Node], tuple[str, ...]] = {}  # the kernels' names, as findings show them
     needs: dict[Node, list[str]] = {}  # kernel -> slugs of the findings it reaches
@@ -397,7 +400,9 @@ def _assemble(
         # An unknown-api finding sits at the first use of its name: it goes with the name
         # when another file of the project defines it (the file's check could not know).
         unknown_names = {u.span.start_byte: u.name for u in file_scan.uses if u.rule is None}
-        used_at = {u.span.start_byte: u.name for u in file_scan.uses} if shimmed else {}
+        used_at = (
+            {u.span.start_byte: u.name for u in file_scan.uses} if shimmed or own_functions else {}
+        )
         names_on: dict[int, set[str]] = {}  # line -> names used on it
         if unmasked:
             for u in file_scan.uses:
@@ -408,7 +413,10 @@ def _assemble(
                 and unknown_names.get(finding.span.start_byte) in own_names
             ):
                 continue
-            if finding.slug in AT_THE_NAME and used_at.get(finding.span.start_byte) in shimmed:
+            name = used_at.get(finding.span.start_byte)
+            if finding.slug in AT_THE_NAME and name in own_functions:
+                continue  # a call of the project's own function of that name
+            if finding.slug in AT_THE_NAME and name in shimmed:
                 finding = replace(finding, amd_alternative=True)
             elif finding.slug == "lane-mask-width" and unmasked & names_on.get(
                 finding.span.line, set()
@@ -593,6 +601,42 @@ def _renamed_for_hip(
             if facts.placement(scan.path, offset) == "amd"
         )
     return frozenset(names), shims
+
+
+# Families whose names a project overloads for its own types (pytorch_scatter's
+# `__shfl_up_sync(warp_mask_t, at::Half, …)`, an `atomicAdd(double*, double)` polyfill):
+# there a definition adds an overload and the CUDA one stays in use.
+OVERLOADED_FAMILIES = frozenset(
+    {"device", "cooperative_groups", "wmma", "cub", "thrust", "libcudacxx", "cutlass"}
+)
+
+
+def _own_library_functions(scans: Sequence[FileScan], facts: ProjectFacts) -> frozenset[str]:
+    """Names of CUDA library functions the project defines itself, with a body, outside any
+    platform branch: tiny-cuda-nn's `std::string cublasGetError(cublasStatus_t)` (cuBLAS's
+    legacy API has a `cublasGetError()` too). A HIP build compiles the project's definition,
+    so its calls need no port. Not a function in a namespace or class (`mylib::cudaFree`),
+    nor a wrapper that calls the name it defines, nor a name of an OVERLOADED_FAMILIES
+    family."""
+    definitions: dict[str, list[bool]] = {}  # name -> per definition: may it be own?
+    for scan in scans:
+        for fn in scan.functions:
+            if fn.is_kernel or fn.scoped:
+                continue  # `mylib::cudaFree` leaves the global cudaFree CUDA's
+            own = fn.name not in fn.calls and facts.placement(scan.path, fn.start) is None
+            definitions.setdefault(fn.name, []).append(own)
+    candidates = {name for name, owns in definitions.items() if all(owns)}
+    if not candidates:
+        return frozenset()
+    return frozenset(
+        use.name
+        for scan in scans
+        for use in scan.uses
+        if use.name in candidates
+        and use.rule is not None
+        and use.kind == "function"
+        and use.rule.family not in OVERLOADED_FAMILIES
+    )
 
 
 def _nvidia_only_functions(

@@ -407,6 +407,7 @@ FUNCTION = Record(
         ("is_device", BOOL),
         ("calls", STR_SET),
         ("sites", NAMED_LIST),
+        ("scoped", BOOL),
     ],
 )
 PY_RULE = Record(

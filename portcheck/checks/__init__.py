@@ -80,6 +80,9 @@ class FunctionInfo:
     # Where it calls each name: (name, byte offset), recorded in files with conditional
     # code only (where a call may sit in NVIDIA-only code); empty elsewhere.
     sites: list[tuple[str, int]] = field(default_factory=list)
+    # Defined in a namespace or a class, or out of line with a qualified name: not the
+    # global function of its name (`mylib::cudaFree`).
+    scoped: bool = False
 
 
 def nesting(functions: list[FunctionInfo]) -> list[int]:
