@@ -159,7 +159,7 @@ def _explicit_width(text: bytes, match: re.Match[bytes]) -> bool:
 # warp-synchronous shared memory, and anything the project named after warps or waves.
 WARP_LEVEL = re.compile(
     rb"__shfl|__ballot|__any|__all|__activemask|__syncwarp|__match_|__reduce_\w+_sync|__lane"
-    rb"|__popc|__ffs|\.shfl|\.ballot|\.any\s*\(|\.all\s*\(|\.match_|tiled_partition"
+    rb"|\.shfl|\.ballot|\.any\s*\(|\.all\s*\(|\.match_|tiled_partition"
     rb"|thread_block_tile|coalesced|wmma|\bmma|ldmatrix|laneid|\bvolatile\b|\basm\b"
     rb"|[Ww]arp|WARP|[Ww]ave|WAVE|[Ll]ane"
 )
