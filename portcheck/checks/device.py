@@ -7,7 +7,7 @@ from typing import Any
 
 from portcheck.checks import Context, hazard
 from portcheck.checks.syntax import text
-from portcheck.preproc import amd_takes_in_some_release, evaluate, unless_defined
+from portcheck.preproc import Branch, amd_takes_in_some_release, evaluate, unless_defined
 
 COMPARE = r"\s*(?:[<>]=?|==|!=)\s*"
 OPERAND = r"(?:\d+|[A-Za-z_]\w*)"
@@ -44,6 +44,13 @@ def arch_conditional(ctx: Context) -> None:
             return {"when": (test, (1,), True), "directive": True, "if_unknown": True}
         return {}
 
+    def line_end(offset: int) -> int:
+        end = ctx.data.find(b"\n", offset)
+        return end if end != -1 else len(ctx.data)
+
+    # One finding per #if/#elif chain of compute-capability tests (a ladder of 16 `#elif
+    # __CUDA_ARCH__ == …` is one place to port), at its first test.
+    chains: dict[int, list[tuple[Branch, str]]] = {}
     for branch in ctx.preproc.branches:
         match = ARCH_COMPARISON.search(branch.test or "")
         if match and (
@@ -53,13 +60,29 @@ def arch_conditional(ctx: Context) -> None:
             continue  # `__CUDA_ARCH__ >= 700 || defined(__HIP_PLATFORM_AMD__)`: AMD let in
         if match and branch.start_byte not in seen:
             seen.add(branch.start_byte)
-            line_end = ctx.data.find(b"\n", branch.start_byte)
+            deferred = unless_amd_takes(branch.test or "")
+            if not deferred:
+                chains.setdefault(branch.group, []).append((branch, match.group()))
+                continue
             ctx.report(
                 branch.start_byte,
-                line_end if line_end != -1 else len(ctx.data),
+                line_end(branch.start_byte),
                 f"`{match.group()}` selects code by NVIDIA compute capability",
-                **unless_amd_takes(branch.test or ""),
+                **deferred,
             )
+    for chain in chains.values():
+        first, test = chain[0]
+        more = (
+            f" ({len(chain)} compute-capability tests in this #if/#elif chain, the last "
+            f"`{chain[-1][1]}`; an AMD build takes none of them)"
+            if len(chain) > 1
+            else ""
+        )
+        ctx.report(
+            first.start_byte,
+            line_end(first.start_byte),
+            f"`{test}` selects code by NVIDIA compute capability{more}",
+        )
     for macro in ctx.preproc.macros:
         match = ARCH_COMPARISON.search(macro.body)
         if match and evaluate(macro.body, amd) != 1:
