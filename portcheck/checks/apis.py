@@ -135,11 +135,23 @@ def texture_reference(ctx: Context) -> None:
 
 @hazard("tensor-core-wmma")
 def tensor_core_wmma(ctx: Context) -> None:
-    _report_each(
-        ctx,
-        ctx.uses_named(lambda u: u.family == "wmma" or u.name == "mma.h"),
-        "`{name}`: NVIDIA tensor-core WMMA; port to rocWMMA and check the shapes",
-    )
+    """One finding per function that uses WMMA (and one for the file's own uses outside
+    functions: the include, `using namespace nvcuda;`), at the first use: the port to
+    rocWMMA is per function, however many fragments and layouts it names."""
+    by_function: dict[str, list[Use]] = {}
+    for use in ctx.uses_named(lambda u: u.family == "wmma" or u.name == "mma.h"):
+        by_function.setdefault(ctx.function_at(use.span.start_byte), []).append(use)
+    for uses in by_function.values():
+        first = uses[0]
+        names = [f"`{n}`" for n in sorted({u.name for u in uses} - {first.name})]
+        listed = ", ".join(names[:4]) + (", …" if len(names) > 4 else "")
+        more = f" (with {len(uses) - 1} more WMMA use(s) here: {listed})" if len(uses) > 1 else ""
+        more = more.replace(" here: )", " here)")
+        ctx.report(
+            first.span.start_byte,
+            first.span.end_byte,
+            f"`{first.name}`: NVIDIA tensor-core WMMA; port to rocWMMA and check the shapes{more}",
+        )
 
 
 @hazard("cooperative-grid-sync")
