@@ -133,25 +133,34 @@ def texture_reference(ctx: Context) -> None:
     )
 
 
-@hazard("tensor-core-wmma")
-def tensor_core_wmma(ctx: Context) -> None:
-    """One finding per function that uses WMMA (and one for the file's own uses outside
-    functions: the include, `using namespace nvcuda;`), at the first use: the port to
-    rocWMMA is per function, however many fragments and layouts it names."""
+def _report_per_function(ctx: Context, uses: list[Use], message: str, what: str) -> None:
+    """One finding per function (and one for the file's uses outside functions), at its
+    first use of `uses`, naming the others: where the port is per function, however many
+    names it touches."""
     by_function: dict[str, list[Use]] = {}
-    for use in ctx.uses_named(lambda u: u.family == "wmma" or u.name == "mma.h"):
+    for use in uses:
         by_function.setdefault(ctx.function_at(use.span.start_byte), []).append(use)
-    for uses in by_function.values():
-        first = uses[0]
-        names = [f"`{n}`" for n in sorted({u.name for u in uses} - {first.name})]
+    for found in by_function.values():
+        first = found[0]
+        names = [f"`{n}`" for n in sorted({u.name for u in found} - {first.name})]
         listed = ", ".join(names[:4]) + (", …" if len(names) > 4 else "")
-        more = f" (with {len(uses) - 1} more WMMA use(s) here: {listed})" if len(uses) > 1 else ""
-        more = more.replace(" here: )", " here)")
+        more = f" (with {len(found) - 1} more {what} here: {listed})" if len(found) > 1 else ""
         ctx.report(
             first.span.start_byte,
             first.span.end_byte,
-            f"`{first.name}`: NVIDIA tensor-core WMMA; port to rocWMMA and check the shapes{more}",
+            message.format(name=first.name) + more.replace(" here: )", " here)"),
         )
+
+
+@hazard("tensor-core-wmma")
+def tensor_core_wmma(ctx: Context) -> None:
+    """Per function (the include and `using namespace nvcuda;` are the file's own)."""
+    _report_per_function(
+        ctx,
+        ctx.uses_named(lambda u: u.family == "wmma" or u.name == "mma.h"),
+        "`{name}`: NVIDIA tensor-core WMMA; port to rocWMMA and check the shapes",
+        "WMMA use(s)",
+    )
 
 
 @hazard("cooperative-grid-sync")
@@ -172,8 +181,11 @@ def cuda_graphs(ctx: Context) -> None:
             return False  # graphics interop (OpenGL/Vulkan resources), not CUDA graphs
         return use.name in GRAPH_NAMES or use.name.startswith(GRAPH_PREFIXES)
 
-    _report_each(
-        ctx, ctx.uses_named(is_graph_call), "`{name}`: CUDA graph API, only partly available on AMD"
+    _report_per_function(
+        ctx,
+        ctx.uses_named(is_graph_call),
+        "`{name}`: CUDA graph API, only partly available on AMD",
+        "graph call(s)",
     )
 
 
