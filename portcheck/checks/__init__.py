@@ -331,37 +331,53 @@ class Context:
         fn = next((f for f in self.functions if f.start <= node.start_byte < f.end), None)
         if fn is None:
             return None
-        key = ("declared", fn.start)
-        table = self.memo.get(key)
-        if table is None:
-            table = self.memo[key] = {}
-            function = self._function_node(fn)
-            stack = [function] if function is not None else []
-            while stack:
-                current = stack.pop()
-                stack.extend(current.children)
-                if current.type not in DECLARING:
-                    continue
-                type_node = current.child_by_field_name("type")
-                if type_node is None:
-                    continue
-                written = " ".join(text(type_node).split())
-                for declarator in current.children_by_field_name("declarator"):
-                    name, initial = declarator, current.child_by_field_name("default_value")
-                    if declarator.type == "init_declarator":
-                        name = declarator.child_by_field_name("declarator")
-                        initial = declarator.child_by_field_name("value")
-                    if name is not None and name.type == "identifier":
-                        parameter = current.type != "declaration"
-                        table.setdefault(text(name), []).append(
-                            (current.start_byte, Declared(written, initial, parameter))
-                        )
-            for declarations in table.values():
-                declarations.sort(key=lambda d: d[0])
         # The last declaration before the use: the one in scope there, but for a sibling
         # block's (rare, and then of the same kind of type as often as not).
-        before = [d for start, d in table.get(text(node), ()) if start < node.start_byte]
+        found = self.declarations(fn).get(text(node), ())
+        before = [d for start, d in found if start < node.start_byte]
         return before[-1] if before else None
+
+    def declarations(self, fn: FunctionInfo) -> dict[str, list[tuple[int, Declared]]]:
+        """The parameters and locals `fn` declares: name -> (where, how), in order. A
+        pointer or reference declarator names its identifier (`const Op& op`)."""
+        from portcheck.checks.syntax import text
+
+        key = ("declared", fn.start)
+        table: dict[str, list[tuple[int, Declared]]] | None = self.memo.get(key)
+        if table is not None:
+            return table
+        table = self.memo[key] = {}
+        function = self._function_node(fn)
+        stack = [function] if function is not None else []
+        while stack:
+            current = stack.pop()
+            stack.extend(current.children)
+            if current.type not in DECLARING:
+                continue
+            type_node = current.child_by_field_name("type")
+            if type_node is None:
+                continue
+            written = " ".join(text(type_node).split())
+            for declarator in current.children_by_field_name("declarator"):
+                name, initial = declarator, current.child_by_field_name("default_value")
+                if declarator.type == "init_declarator":
+                    name = declarator.child_by_field_name("declarator")
+                    initial = declarator.child_by_field_name("value")
+                while name is not None and name.type in (
+                    "reference_declarator",
+                    "pointer_declarator",
+                ):
+                    name = name.child_by_field_name("declarator") or (
+                        name.named_children[-1] if name.named_children else None
+                    )
+                if name is not None and name.type == "identifier":
+                    parameter = current.type != "declaration"
+                    table.setdefault(text(name), []).append(
+                        (current.start_byte, Declared(written, initial, parameter))
+                    )
+        for declarations in table.values():
+            declarations.sort(key=lambda d: d[0])
+        return table
 
     def device_nodes(self, name: str) -> list[Any]:
         """Syntax nodes of one kind (see DEVICE_PATTERNS) inside device code. One query runs

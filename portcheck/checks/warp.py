@@ -16,6 +16,8 @@ from portcheck.model import Severity, Status, Verdicts
 from portcheck.preproc import (
     SHUFFLE,
     evaluate,
+    is_amd_guard,
+    looks_like_amd_guard,
     names_in,
     top_level_arguments,
 )
@@ -156,13 +158,23 @@ def _explicit_width(text: bytes, match: re.Match[bytes]) -> bool:
 
 # What makes code depend on how many lanes the hardware runs together: warp primitives,
 # cooperative-groups tiles and coalesced groups, matrix fragments, lane ids, PTX, volatile
-# warp-synchronous shared memory, and anything the project named after warps or waves.
+# warp-synchronous shared memory, and the hardware's width itself (`warpSize`). Not
+# `__syncwarp`, a barrier among the lanes that call it, which a 32-thread group inside a
+# wider wavefront passes alike; nor the names a project gives its own variables (a local
+# `lane` or `warpVal` in shared-memory arithmetic): see SPLIT_ESCAPES for where names count.
 WARP_LEVEL = re.compile(
-    rb"__shfl|__ballot|__any|__all|__activemask|__syncwarp|__match_|__reduce_\w+_sync|__lane"
+    rb"__shfl|__ballot|__any|__all|__activemask|__match_|__reduce_\w+_sync|__lane"
     rb"|\.shfl|\.ballot|\.any\s*\(|\.all\s*\(|\.match_|tiled_partition"
     rb"|thread_block_tile|coalesced|wmma|\bmma|ldmatrix|laneid|\bvolatile\b|\basm\b"
-    rb"|[Ww]arp|WARP|[Ww]ave|WAVE|[Ll]ane"
+    rb"|\bwarpSize\b"
 )
+# A split that leaves its function: a member initialised with it (mamba's
+# `lane_id(threadIdx.x & 0x1f)` in a constructor, read by the warp scans of other methods),
+# or a value returned (a `lane_id()` helper): where it is used is not in view, so the
+# function is not lane-blind when it is named after lanes, warps or waves, or its result
+# is returned.
+SPLIT_ESCAPES = frozenset({"field_initializer_list", "return_statement"})
+LANE_WORD = re.compile(r"[Ww]arp|WARP|[Ww]ave|WAVE|[Ll]ane")
 # The warp width's own name as a factor (`shared[c * WARP_SIZE + pixel]`, `kWarpSize * row`):
 # a stride that lays out storage, which makes nothing warp-level, so it is set aside before
 # WARP_LEVEL looks for warp-level code. Read any other way (`warpSize / 2` as a reduction's
@@ -214,8 +226,10 @@ def _lane_blind(ctx: Context, offset: int) -> bool:
     wavefront. A call to a function this file does not define and that is not a CUDA
     name the scan saw keeps the finding: it could be a warp reduction."""
     fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
-    if fn is None:
+    if fn is None or LANE_WORD.search(fn.name) or _escapes(ctx, offset):
         return False
+    if _beside_amd_branch(ctx, offset):
+        return False  # the project's AMD twin changes it: the project's word on it
     cuda_names = ctx.memo.get("cuda-names")
     if cuda_names is None:
         cuda_names = ctx.memo["cuda-names"] = {u.name for u in ctx.uses}
@@ -236,8 +250,17 @@ def _lane_blind(ctx: Context, offset: int) -> bool:
         ctx.memo[key] = True  # a recursive call adds nothing new
         body = WIDTH_AS_STRIDE.sub(b"", ctx.data[function.start : function.end])
         result = WARP_LEVEL.search(body) is None
+        # A functor parameter (`const Reduction& r`, called as `r(a, b)`): the combining
+        # operation handed to a reduction, elementwise as far as this function goes.
+        parameters = {
+            name
+            for name, found in ctx.declarations(function).items()
+            if result and any(d.parameter for _, d in found)
+        }
         for name in function.calls if result else ():
             if name in cuda_names or name in NOT_CALLEES or name in template_types:
+                continue
+            if name in parameters:
                 continue
             defined = by_name.get(name)
             if not defined or depth >= MAX_CALL_DEPTH:
@@ -250,6 +273,29 @@ def _lane_blind(ctx: Context, offset: int) -> bool:
         return result
 
     return blind(fn, 0)
+
+
+def _beside_amd_branch(ctx: Context, offset: int) -> bool:
+    """Is `offset` in a branch of a conditional that tests for an AMD build (`#if
+    defined(__HIP_PLATFORM_AMD__) && WAVE == 64 … #else tid % 32`)? The project wrote an
+    AMD alternative for it, so the split is the platform's, whatever the code around it."""
+    for branch in ctx.preproc.branches:
+        if not branch.start_byte <= offset < branch.end_byte:
+            continue
+        tests = [t for b in ctx.preproc.branches if b.group == branch.group for t in b.tests]
+        if any(is_amd_guard(n) or looks_like_amd_guard(n) for t in tests for n in names_in(t)):
+            return True
+    return False
+
+
+def _escapes(ctx: Context, offset: int) -> bool:
+    """Does the expression at `offset` initialise a member or make a return value?"""
+    node = ctx.root.descendant_for_byte_range(offset, offset + 1) if ctx.root else None
+    while node is not None and node.type not in ("function_definition", "translation_unit"):
+        if node.type in SPLIT_ESCAPES:
+            return True
+        node = node.parent
+    return False
 
 
 def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int, **kw) -> None:
@@ -606,7 +652,11 @@ def lane_mask_width(ctx: Context) -> None:
             # `unsigned mask = 0xffffffff` as a parameter (its default), or a mask computed
             # at run time into a 32-bit local: HIP's *_sync intrinsics take 64-bit masks only (a
             # static_assert in amd_warp_sync_functions.h). A ballot stored in one is
-            # reported where it is stored.
+            # reported where it is stored. Once per declaration: the fix is its type.
+            key = ("narrow-mask", id(declared))
+            if key in ctx.memo:
+                continue
+            ctx.memo[key] = True
             ctx.report(
                 args[0].start_byte,
                 args[0].end_byte,
