@@ -574,6 +574,14 @@ class ProjectFacts:
             return "nvidia"
         return None
 
+    def has_nvidia_code(self, path: str) -> bool:
+        """Does the file hold NVIDIA-only code with an AMD alternative (the `#else` of an
+        AMD branch)? Then it is not a header only an AMD build reads."""
+        marked = self._marked.get(path)
+        if marked is None:
+            marked = self._marked[path] = self._marked_regions(path)
+        return any(kind == "nvidia" for _, _, kind in marked)
+
     def optional_guard(self, path: str, offset: int) -> str:
         """The build switch that code at `offset` is compiled only with (`#ifdef
         GGML_USE_NCCL`), or "" when every NVIDIA build compiles it: an optional component,

@@ -232,7 +232,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-17"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-18"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -593,7 +593,9 @@ def _renamed_for_hip(
             for alias in scan.preproc.hip_aliases
             if alias in known or CUDA_SHAPE.fullmatch(alias)
         )
-        if len(renames) >= SHIM_RENAMES:
+        if len(renames) >= SHIM_RENAMES and not facts.has_nvidia_code(scan.path):
+            # LightGBM's cuda_rocm_interop.h renames in its `#if __HIP_PLATFORM_AMD__`
+            # branch and has an `#else` for NVIDIA builds: its branches are placed as usual.
             shims[scan.path] = scan.lines
         names.update(
             name

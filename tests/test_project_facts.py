@@ -347,6 +347,27 @@ def test_names_the_project_renames_to_hip_already_have_an_amd_path(tmp_path):
     assert report.effort["scale"] == without.effort["scale"]
 
 
+def test_a_rename_header_with_an_nvidia_branch_is_placed_branch_by_branch(tmp_path):
+    """A header that renames CUDA to HIP in its `#if __HIP_PLATFORM_AMD__` branch and keeps
+    an `#else` for NVIDIA builds (LightGBM's cuda_rocm_interop.h) is read by both builds: its
+    AMD branch is an AMD path, and the warp width its `#else` fixes at 32 is NVIDIA code with
+    that alternative, not part of an AMD-only header."""
+    report = scan_source(
+        tmp_path,
+        "interop.h",
+        "#pragma once\n#if defined(__HIP_PLATFORM_AMD__)\n#include <hip/hip_runtime.h>\n"
+        "#define cudaStream_t hipStream_t\n#define cudaMalloc hipMalloc\n#define cudaFree hipFree\n"
+        "#define cudaMemcpy hipMemcpy\n"
+        "static inline constexpr int wave_lanes() {\n#if defined(__GFX9__)\n  return 64;\n"
+        "#else\n  return 32;\n#endif\n}\n#define WARPSIZE (wave_lanes())\n"
+        "#else\n#define WARPSIZE 32\n#endif\n",
+    )
+    assert [(p.start_line, p.end_line) for p in report.amd_paths] == [(2, 16)]
+    assert [(f.slug, f.span.line, f.amd_alternative) for f in report.findings] == [
+        ("warp-size-assumption", 17, True)
+    ]
+
+
 def test_a_cuda_type_after_a_qualifier_macro_is_a_known_type_not_an_unknown_name(tmp_path):
     """`DEVICE_INLINE __nv_bfloat16 to_bf16(float v)`: the grammar reads the type and the
     function name as one qualified name without `::`; the type is still CUDA's bf16."""
