@@ -46,7 +46,10 @@ CUDA_SHAPE = re.compile(
     r"(?:cuda|cu)[A-Z]\w*"
     r"|CU[a-z]\w*|CU_[A-Z0-9_]+|CUDA_[A-Z0-9_]+|CUDART_[A-Z0-9_]+"
     r"|(?:cublasLt|cublas|cusparse|cusolver(?:Dn|Sp|Rf|Mg)?|curand|cufft|cudnn|nvrtc|nccl|nvtx)"
-    r"(?:[A-Z]\w*|_\w+)"
+    r"[A-Z]\w*"
+    # cuRAND's device API is snake_case (`curand_init`, `curand_uniform4`); the other
+    # libraries' names never are: `nccl_comm_`, `cublas_handle` are a project's own.
+    r"|curand_\w+"
     # NVIDIA libraries whose names are never snake_case: `npp_count` is not NPP's
     r"|(?:cupti|cutensor|nvjpeg|nvml|nvJitLink|nvPTXCompiler|nvvm|npp[is]?)[A-Z]\w*|Npp\w+"
     r"|(?:CUBLAS|CUBLASLT|CUSPARSE|CUSPARSELT|CUSOLVER|CURAND|CUFFT|CUDNN|CUTENSOR|CUPTI|NVRTC"

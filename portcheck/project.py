@@ -172,6 +172,18 @@ def _nesting(branches: tuple[Branch, ...]) -> list[int] | None:
     return parents
 
 
+# HIP's toolchain macros and a project's switches named after HIP (not after AMD or ROCm). A
+# project that also builds its HIP code for NVIDIA GPUs (it tests HIP's NVIDIA platform,
+# `__HIP_PLATFORM_NVCC__` or `__HIP_PLATFORM_NVIDIA__`, or its own copy of it, as
+# `GINKGO_HIP_PLATFORM_NVCC`) defines them in its NVIDIA build too: hoomd-blue sets
+# `ENABLE_HIP` for every GPU build and compiles with hipcc on either vendor.
+HIP_TOOLCHAIN_GUARDS = frozenset(
+    {"__HIPCC__", "__HIP__", "__HIP_DEVICE_COMPILE__", "__HIPCC_RTC__"}
+)
+HIP_ON_NVIDIA = re.compile(r"(?:^|_)HIP_PLATFORM_(?:NVCC|NVIDIA)_?_?$")
+HIP_SWITCH = re.compile(r"(?:^|_)HIP_?_?$")
+
+
 class ProjectFacts:
     """Built once per scan from every file's preprocessor facts."""
 
@@ -198,6 +210,7 @@ class ProjectFacts:
         self._builds_for_amd: bool | None = None
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
         self._amd_too: frozenset[str] | None = None  # _cuda_switches_on_amd
+        self._hip_everywhere: bool | None = None  # _hip_on_nvidia
         self.device_macros = self._device_macros()
         # name -> its definitions: (path, expression, the definition)
         self._constants: dict[str, list[tuple[str, str, Definition]]] = {}
@@ -251,7 +264,33 @@ class ProjectFacts:
             self._depth -= 1
         return result
 
+    def _hip_on_nvidia(self) -> bool:
+        """Is HIP the project's way to NVIDIA GPUs too? It tests HIP's NVIDIA platform and
+        has no build switch of its own for CUDA (AMReX tests `__HIP_PLATFORM_NVIDIA__` once,
+        but builds for NVIDIA with `AMREX_USE_CUDA`: its `AMREX_USE_HIP` stays AMD's)."""
+        if self._hip_everywhere is None:
+            names = {
+                n
+                for ff in self.files.values()
+                for branch in ff.facts.branches
+                if branch.test is not None and ("NV" in branch.test or "CUDA" in branch.test)
+                for n in names_in(branch.test)
+            }
+            self._hip_everywhere = any(HIP_ON_NVIDIA.search(n) for n in names) and not any(
+                looks_like_nvidia_guard(n) and not HIP_ON_NVIDIA.search(n) for n in names
+            )
+        return self._hip_everywhere
+
+    def _shared_hip(self, name: str) -> bool:
+        """A HIP toolchain macro or HIP-named switch that this project's NVIDIA build
+        defines as well (see HIP_TOOLCHAIN_GUARDS)."""
+        return (
+            name in HIP_TOOLCHAIN_GUARDS or HIP_SWITCH.search(name) is not None
+        ) and self._hip_on_nvidia()
+
     def _macro(self, name: str, amd: bool) -> object:
+        if self._shared_hip(name):
+            return 1  # hipcc defines it for either vendor; the build switch is on for both
         if is_amd_guard(name):
             return unless_defined(name, amd)  # 1 for AMD (unknown: per GPU or pass), else undefined
         if name in NVIDIA_ONLY:
@@ -318,6 +357,8 @@ class ProjectFacts:
 
     def is_platform_macro(self, name: str) -> bool:
         """Does testing `name` tell an AMD build from an NVIDIA one?"""
+        if self._shared_hip(name):
+            return False
         if is_amd_guard(name):
             return True
         amd, nvidia = self.macro(name, True), self.macro(name, False)

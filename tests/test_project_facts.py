@@ -368,6 +368,53 @@ def test_a_rename_header_with_an_nvidia_branch_is_placed_branch_by_branch(tmp_pa
     ]
 
 
+def test_hip_switches_of_a_project_that_builds_hip_for_nvidia_too_are_not_amd_paths(tmp_path):
+    """A project written in HIP for both vendors (hoomd-blue: `ENABLE_HIP` on for every GPU
+    build, `__HIP_PLATFORM_NVCC__` tested for its NVIDIA one) compiles `#ifdef ENABLE_HIP`
+    code on NVIDIA GPUs too: it is not an AMD path, and its cuFFT calls are the NVIDIA
+    build's. A project without HIP's NVIDIA platform keeps ENABLE_HIP as an AMD guard."""
+    (tmp_path / "hip_first").mkdir()
+    (tmp_path / "hip_first" / "fft.cc").write_text(
+        "#ifdef ENABLE_HIP\n#include <hip/hip_runtime.h>\n"
+        "#if defined(__HIP_PLATFORM_NVCC__)\n#include <cufft.h>\n"
+        "void plan(cufftHandle* p, int n) { cufftPlan1d(p, n, CUFFT_C2C, 1); }\n"
+        "#elif defined(__HIP_PLATFORM_AMD__)\n#include <hipfft/hipfft.h>\n"
+        "void plan(hipfftHandle* p, int n) { hipfftPlan1d(p, n, HIPFFT_C2C, 1); }\n"
+        "#endif\n#endif\n"
+    )
+    report = portcheck.scan(tmp_path / "hip_first", cache=False)
+    assert [(p.start_line, p.guard) for p in report.amd_paths] == [
+        (6, "#elif defined(__HIP_PLATFORM_AMD__)")
+    ]
+    assert "cufftPlan1d" in {u.name for u in report.uses}
+    (tmp_path / "amd_switch").mkdir()
+    (tmp_path / "amd_switch" / "fft.cu").write_text(
+        "#ifdef ENABLE_HIP\n#include <hipfft/hipfft.h>\n#else\n#include <cufft.h>\n#endif\n"
+    )
+    other = portcheck.scan(tmp_path / "amd_switch", cache=False)
+    assert [p.start_line for p in other.amd_paths] == [1]
+
+
+def test_snake_case_names_after_a_library_prefix_are_the_projects(tmp_path):
+    """NCCL's and cuBLAS's names are camelCase (`ncclAllReduce`, `cublasCreate`):
+    `nccl_comm_` and `cublas_handle_`, members declared in a header the scan may not see,
+    are the project's. cuRAND's device API is snake_case and stays CUDA's."""
+    report = scan_source(
+        tmp_path,
+        "collective.cu",
+        "#include <nccl.h>\n#include <cublas_v2.h>\n#include <curand_kernel.h>\n\n"
+        "void Collective::Reduce(float* buf, size_t n, cudaStream_t stream) {\n"
+        "  ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, *nccl_comm_, stream);\n"
+        "  cublasSetStream(cublas_handle_, stream);\n}\n\n"
+        "__global__ void seed(curandState* states, unsigned long long s) {\n"
+        "  curand_init(s, threadIdx.x, 0, &states[threadIdx.x]);\n}\n",
+    )
+    assert not unknown_names(report)
+    names = {u.name for u in report.uses}
+    assert {"ncclAllReduce", "cublasSetStream", "curand_init"} <= names
+    assert not names & {"nccl_comm_", "cublas_handle_"}
+
+
 def test_a_cuda_type_after_a_qualifier_macro_is_a_known_type_not_an_unknown_name(tmp_path):
     """`DEVICE_INLINE __nv_bfloat16 to_bf16(float v)`: the grammar reads the type and the
     function name as one qualified name without `::`; the type is still CUDA's bf16."""
