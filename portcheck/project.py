@@ -172,14 +172,12 @@ def _nesting(branches: tuple[Branch, ...]) -> list[int] | None:
     return parents
 
 
-# HIP's toolchain macros and a project's switches named after HIP (not after AMD or ROCm). A
-# project that also builds its HIP code for NVIDIA GPUs (it tests HIP's NVIDIA platform,
-# `__HIP_PLATFORM_NVCC__` or `__HIP_PLATFORM_NVIDIA__`, or its own copy of it, as
-# `GINKGO_HIP_PLATFORM_NVCC`) defines them in its NVIDIA build too: hoomd-blue sets
-# `ENABLE_HIP` for every GPU build and compiles with hipcc on either vendor.
-HIP_TOOLCHAIN_GUARDS = frozenset(
-    {"__HIPCC__", "__HIP__", "__HIP_DEVICE_COMPILE__", "__HIPCC_RTC__"}
-)
+# A project's switches named after HIP (not after AMD or ROCm). A project that builds its
+# HIP code for NVIDIA GPUs too (it tests HIP's NVIDIA platform, `__HIP_PLATFORM_NVCC__` or
+# `__HIP_PLATFORM_NVIDIA__`, or its own copy of it, and has no switch of its own for CUDA)
+# sets them in its NVIDIA build as well: hoomd-blue turns `ENABLE_HIP` on for every GPU
+# build. HIP's toolchain macros (`__HIPCC__`) are left AMD's: `#if !defined(__HIPCC__)` is
+# as often an nvcc build's test as a host compiler's.
 HIP_ON_NVIDIA = re.compile(r"(?:^|_)HIP_PLATFORM_(?:NVCC|NVIDIA)_?_?$")
 HIP_SWITCH = re.compile(r"(?:^|_)HIP_?_?$")
 
@@ -282,15 +280,17 @@ class ProjectFacts:
         return self._hip_everywhere
 
     def _shared_hip(self, name: str) -> bool:
-        """A HIP toolchain macro or HIP-named switch that this project's NVIDIA build
-        defines as well (see HIP_TOOLCHAIN_GUARDS)."""
+        """A HIP-named build switch that this project's NVIDIA build sets as well (see
+        HIP_ON_NVIDIA)."""
         return (
-            name in HIP_TOOLCHAIN_GUARDS or HIP_SWITCH.search(name) is not None
-        ) and self._hip_on_nvidia()
+            not name.startswith("_")
+            and HIP_SWITCH.search(name) is not None
+            and self._hip_on_nvidia()
+        )
 
     def _macro(self, name: str, amd: bool) -> object:
         if self._shared_hip(name):
-            return 1  # hipcc defines it for either vendor; the build switch is on for both
+            return 1  # the build switch is on for either vendor's GPU build
         if is_amd_guard(name):
             return unless_defined(name, amd)  # 1 for AMD (unknown: per GPU or pass), else undefined
         if name in NVIDIA_ONLY:
