@@ -288,6 +288,34 @@ def _beside_amd_branch(ctx: Context, offset: int) -> bool:
     return False
 
 
+# A warp index from the hardware's width: `threadIdx.x / warpSize`.
+WARP_INDEX = re.compile(r"^\(?\s*threadIdx\.x\s*\)?\s*/\s*warpSize$")
+
+
+def _slot_per_hardware_warp(ctx: Context, array: Any) -> bool:
+    """`__shared__ T partial[32]` written only at `partial[wid]`, `wid = threadIdx.x /
+    warpSize`: one slot per hardware warp, at most 32 of them in a 1024-thread block on
+    NVIDIA and 16 on wave64, so the 32 slots suffice on either (tiny-cuda-nn's block_reduce)."""
+    name_node = array.child_by_field_name("declarator")
+    fn = next((f for f in ctx.functions if f.start <= array.start_byte < f.end), None)
+    if name_node is None or fn is None:
+        return False
+    name = re.escape(text(name_node).encode())
+    write = re.compile(rb"\b" + name + rb"\s*\[([^\]\[]*)\]\s*(?:[-+*/|&^]?=)(?!=)")
+    writes = [m.group(1).decode() for m in write.finditer(ctx.masked, fn.start, fn.end)]
+    if not writes:
+        return False
+    declared = ctx.declarations(fn)
+    for index in writes:
+        index = " ".join(index.split())
+        found = declared.get(index)
+        initial = found[-1][1].initial if found else None
+        expr = " ".join(text(initial).split()) if initial is not None else index
+        if WARP_INDEX.match(expr) is None:
+            return False
+    return True
+
+
 def _escapes(ctx: Context, offset: int) -> bool:
     """Does the expression at `offset` initialise a member or make a return value?"""
     node = ctx.root.descendant_for_byte_range(offset, offset + 1) if ctx.root else None
@@ -366,6 +394,8 @@ def warp_size_assumption(ctx: Context) -> None:
         if b"__shared__" not in (decl.text or b""):
             continue
         for array in descendants(decl, "array_declarator"):
+            if _slot_per_hardware_warp(ctx, array):
+                continue
             _report_if(
                 ctx,
                 array.child_by_field_name("size"),
