@@ -620,10 +620,14 @@ def _own_library_functions(scans: Sequence[FileScan], facts: ProjectFacts) -> fr
     so its calls need no port. Not a function in a namespace or class (`mylib::cudaFree`),
     nor a wrapper that calls the name it defines, nor a name of an OVERLOADED_FAMILIES
     family."""
+    # Only names with a rule can be in question: the extractor lists those a file defines.
+    named = {name for scan in scans for name, _ in scan.api_definitions}
+    if not named:
+        return frozenset()
     definitions: dict[str, list[bool]] = {}  # name -> per definition: may it be own?
     for scan in scans:
         for fn in scan.functions:
-            if fn.is_kernel or fn.scoped:
+            if fn.name not in named or fn.is_kernel or fn.scoped:
                 continue  # `mylib::cudaFree` leaves the global cudaFree CUDA's
             own = fn.name not in fn.calls and facts.placement(scan.path, fn.start) is None
             definitions.setdefault(fn.name, []).append(own)

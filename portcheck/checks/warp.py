@@ -296,6 +296,9 @@ def _slot_per_hardware_warp(ctx: Context, array: Any) -> bool:
     """`__shared__ T partial[32]` written only at `partial[wid]`, `wid = threadIdx.x /
     warpSize`: one slot per hardware warp, at most 32 of them in a 1024-thread block on
     NVIDIA and 16 on wave64, so the 32 slots suffice on either (tiny-cuda-nn's block_reduce)."""
+    size = ctx.value(array.child_by_field_name("size"))
+    if size is None or (isinstance(size, int) and size != 32):
+        return False  # not a 32: nothing to excuse (most shared arrays)
     name_node = array.child_by_field_name("declarator")
     fn = next((f for f in ctx.functions if f.start <= array.start_byte < f.end), None)
     if name_node is None or fn is None:
@@ -305,10 +308,11 @@ def _slot_per_hardware_warp(ctx: Context, array: Any) -> bool:
     writes = [m.group(1).decode() for m in write.finditer(ctx.masked, fn.start, fn.end)]
     if not writes:
         return False
-    declared = ctx.declarations(fn)
     for index in writes:
         index = " ".join(index.split())
-        found = declared.get(index)
+        if WARP_INDEX.match(index):
+            continue
+        found = ctx.declarations(fn).get(index)
         initial = found[-1][1].initial if found else None
         expr = " ".join(text(initial).split()) if initial is not None else index
         if WARP_INDEX.match(expr) is None:
