@@ -93,6 +93,9 @@ class FileScan:
     clang_inputs: tuple[tuple[str, str], ...] = ()
     # A notebook: where each code cell sits in the text that was scanned for it.
     cells: tuple[CellStart, ...] = ()
+    # Names of constants read only as a split the warp checks found lane-blind here
+    # (`threadIdx.x / C10_WARP_SIZE` in shared-memory arithmetic)
+    lane_blind_names: set[str] = field(default_factory=set)
 
 
 def _touches(data: bytes, start: int, end: int, span_start: int, span_end: int) -> bool:
@@ -232,6 +235,7 @@ class FileScanner:
         )
         result.findings = run_checks(ctx, self.ignore)
         result.pending = ctx.pending
+        result.lane_blind_names = set(ctx.memo.get("blind-names", ()))
         branches = constexpr_branches(ctx)
         if branches:
             result.preproc = result.preproc._replace(constexpr_branches=branches)

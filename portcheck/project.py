@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal, NamedTuple
 
@@ -904,10 +904,12 @@ class ProjectFacts:
             self._builds_for_amd = bool(self.amd_paths())
         return self._builds_for_amd and self.placement(path, definition.offset) is None
 
-    def definition_findings(self) -> list[Finding]:
+    def definition_findings(self, lane_blind: Collection[str] = ()) -> list[Finding]:
         """One finding at each definition that fixes a warp width or a 32-lane mask: those
         that answered a check's question, and those whose name says what they are
-        (`#define WARP_SIZE 32`, `constexpr int hw_warp_size = 32;`, `FULL_MASK`)."""
+        (`#define WARP_SIZE 32`, `constexpr int hw_warp_size = 32;`, `FULL_MASK`), unless
+        the only reads the checks met were lane-blind (`lane_blind`: CTranslate2's
+        `C10_WARP_SIZE`, which chunks shared memory in a reduction right on wave64)."""
         from portcheck.checks import catalogue, line_fingerprint_of_text
 
         roots = dict(self.roots)
@@ -922,6 +924,8 @@ class ProjectFacts:
                 if "warp" not in lowered and "mask" not in lowered:
                     continue
                 if WARP_WIDTH_NAME.search(definition.name):
+                    if definition.name in lane_blind:
+                        continue
                     slug, wanted = "warp-size-assumption", 32
                 elif LANE_MASK_NAME.search(definition.name):
                     slug, wanted = "lane-mask-width", 0xFFFFFFFF

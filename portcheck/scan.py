@@ -232,7 +232,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-19"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-20"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -339,7 +339,8 @@ def _assemble(
             found = facts.answer(pending)
             if found is not None:
                 answers.setdefault(file_scan.path, []).append(found)
-    for finding in facts.definition_findings():
+    lane_blind = set().union(*(s.lane_blind_names for s in scans)) if scans else set()
+    for finding in facts.definition_findings(lane_blind):
         answers.setdefault(finding.path, []).append(finding)
     # A copy of a CUDA library in the tree is one item (use ROCm's counterpart), reported
     # once; its own uses and findings are the library's, not the project's work.

@@ -724,6 +724,7 @@ _FILE_FIELDS: list[tuple[str, Field]] = [
     ("facts_only", BOOL),
     ("clang_inputs", _pairs(_check_str)),
     ("cells", CELL_START.tuple),
+    ("lane_blind_names", STR_SET),
 ]
 
 

@@ -338,6 +338,8 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
         return
     if ctx._current is not None and ctx._current.slug == "warp-size-assumption":
         if _lane_blind(ctx, start):
+            # the project's width constant read here (`C10_WARP_SIZE`) is read harmlessly
+            ctx.memo.setdefault("blind-names", set()).update(names_in(text(node)))
             return
         grouping = _grouping(ctx, start)
         if grouping == "width":
