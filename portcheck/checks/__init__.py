@@ -287,16 +287,14 @@ class Context:
         for match in ASSIGNED.finditer(body):
             name = match.group(1).decode()
             assignments[name] = assignments.get(name, 0) + 1
-        node = self._function_node(fn)
-        if node is not None:
-            declarators, parameters = _declarations(node)
-            for declarator in declarators:
-                name_node = declarator.child_by_field_name("declarator")
-                value = declarator.child_by_field_name("value")
-                if name_node is None or name_node.type != "identifier" or value is None:
+        for name, declarations in self.declarations(fn).items():
+            for _, declared in declarations:
+                if declared.parameter:
+                    found[name] = ""  # whatever the caller passes
                     continue
-                name = text(name_node)
-                assigned = assignments.get(name, 0)
+                value = declared.initial
+                if value is None:
+                    continue  # `int x;`: assigned later, counted above
                 constant = value.type in (
                     "number_literal",
                     "identifier",
@@ -305,12 +303,10 @@ class Context:
                     "unary_expression",
                 )
                 found[name] = (
-                    text(value) if constant and assigned <= 1 and name not in found else ""
+                    text(value)
+                    if constant and assignments.get(name, 0) <= 1 and name not in found
+                    else ""
                 )
-            for parameter in parameters:
-                name_node = parameter.child_by_field_name("declarator")
-                if name_node is not None and name_node.type == "identifier":
-                    found[text(name_node)] = ""
         self._locals[fn.start] = found
         return found
 
@@ -519,21 +515,3 @@ def run_checks(ctx: Context, ignore: frozenset[str] = frozenset()) -> list[Findi
     kept = [f for f in ctx.findings if not suppressed(f, suppressions)]
     kept.sort(key=lambda f: (f.span.start_byte, f.id))
     return kept
-
-
-def _declarations(node: Any) -> tuple[list[Any], list[Any]]:
-    """The `init_declarator` and the `parameter_declaration` nodes under `node`, each in
-    the order `syntax.descendants` gives them, from one walk of the tree (a function body
-    is walked once, not once per kind)."""
-    declarators: list[Any] = []
-    parameters: list[Any] = []
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        kind = current.type
-        if kind == "init_declarator":
-            declarators.append(current)
-        elif kind == "parameter_declaration":
-            parameters.append(current)
-        stack.extend(current.children)
-    return declarators, parameters
