@@ -601,9 +601,7 @@ class ProjectFacts:
     def placement(self, path: str, offset: int) -> str | None:
         """'amd' inside an AMD path, 'nvidia' in NVIDIA-only code with an AMD alternative,
         'other' in a third platform's branch (SYCL, OpenCL) that no CUDA build compiles."""
-        marked = self._marked.get(path)
-        if marked is None:
-            marked = self._marked[path] = self._marked_regions(path)
+        marked = self._marked_of(path)
         if not marked:
             return None  # most files: no branch that tells the platforms apart
         kinds = {kind for start, end, kind in marked if start <= offset < end}
@@ -618,10 +616,14 @@ class ProjectFacts:
     def has_nvidia_code(self, path: str) -> bool:
         """Does the file hold NVIDIA-only code with an AMD alternative (the `#else` of an
         AMD branch)? Then it is not a header only an AMD build reads."""
+        return any(kind == "nvidia" for _, _, kind in self._marked_of(path))
+
+    def _marked_of(self, path: str) -> list[tuple[int, int, str]]:
+        """_marked_regions, once per file."""
         marked = self._marked.get(path)
         if marked is None:
             marked = self._marked[path] = self._marked_regions(path)
-        return any(kind == "nvidia" for _, _, kind in marked)
+        return marked
 
     def optional_guard(self, path: str, offset: int) -> str:
         """The build switch that code at `offset` is compiled only with (`#ifdef
