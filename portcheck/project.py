@@ -304,7 +304,9 @@ class ProjectFacts:
         certain: list[object] = []
         possible = False
         for path, definition in definitions:
-            reached = [self._taken(b, amd) for b in self.files[path].enclosing(definition.offset)]
+            if self._guards_itself(path, definition):
+                continue  # the header's first inclusion: its guard is not yet defined
+            reached = self._reached(path, definition.offset, amd)
             if 0 in reached:
                 continue
             if all(value == 1 for value in reached):
@@ -355,12 +357,29 @@ class ProjectFacts:
             self._taken_cache[key] = branch_condition_value(branch, self._envs[amd])
         return self._taken_cache[key]
 
+    def _reached(self, path: str, offset: int, amd: bool) -> list[int | None]:
+        """Per branch around `offset` (outermost first), is it taken in that build?"""
+        return [self._taken(b, amd) for b in self.files[path].enclosing(offset)]
+
+    def _guards_itself(self, path: str, definition: MacroDef) -> bool:
+        """Is this `#define DEVICE_HPP_` the include guard of the `#ifndef DEVICE_HPP_` it
+        sits in? Counted as a definition, it would make the guard's test, and so every
+        definition inside the header, depend on itself: unknown in both builds."""
+        enclosing = self.files[path].enclosing(definition.offset)
+        return bool(enclosing) and (
+            enclosing[-1].test == f"!defined({definition.name})"
+            and self._include_guard(path, enclosing[-1])
+        )
+
     def is_platform_macro(self, name: str) -> bool:
         """Does testing `name` tell an AMD build from an NVIDIA one?"""
         if self._shared_hip(name):
             return False
         if is_amd_guard(name):
             return True
+        definitions = self._macro_defs.get(name, ())
+        if definitions and all(self._guards_itself(p, d) for p, d in definitions):
+            return False  # a header's include guard
         amd, nvidia = self.macro(name, True), self.macro(name, False)
         if nvidia is UNDEFINED and amd is not UNDEFINED:
             return amd is not None or name in self._macro_defs
@@ -371,7 +390,22 @@ class ProjectFacts:
             return True
         if amd is UNDEFINED and nvidia is not UNDEFINED and nvidia is not None:
             return True
+        unknown_for_nvidia = nvidia is None or nvidia is DEFINED
+        if isinstance(amd, int) and unknown_for_nvidia and self._defined_per_platform(name):
+            # `#if !defined(DEVICE_HIP)` `#define NVLS_AVAILABLE (CUDART_VERSION >= 12030)`
+            # `#else` `#define NVLS_AVAILABLE 0`: known for AMD, per toolkit for NVIDIA.
+            return True
         return isinstance(amd, int) and isinstance(nvidia, int) and amd != nvidia
+
+    def _defined_per_platform(self, name: str) -> bool:
+        """Has `name` a definition that an NVIDIA build may reach and an AMD build never
+        does?"""
+        for path, definition in self._macro_defs.get(name, ()):
+            if 0 in self._reached(path, definition.offset, True) and 0 not in self._reached(
+                path, definition.offset, False
+            ):
+                return True
+        return False
 
     def _excluded_by_amd_feature(self, branch: Branch) -> bool:
         """`#ifndef FULL_BF16`, where `#if __CUDA_ARCH__ >= 800 || defined(USE_AMD_ROCM)`
@@ -554,9 +588,7 @@ class ProjectFacts:
             for path, definition in self._macro_defs.get(name, ()):
                 if not definition.function_like:
                     continue
-                reached = [
-                    self._taken(b, amd) for b in self.files[path].enclosing(definition.offset)
-                ]
+                reached = self._reached(path, definition.offset, amd)
                 if 0 in reached:
                     continue
                 head = re.match(r"\(([^)]*)\)\s*(.*)", definition.body, re.DOTALL)
