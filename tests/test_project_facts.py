@@ -536,3 +536,27 @@ def test_cupti_is_one_library_to_port_not_unknown_names(tmp_path):
     assert not unknown_names(report)
     ports = [f for f in report.findings if f.slug == "library-port"]
     assert len(ports) == 1 and "ROCprofiler-SDK" in ports[0].message
+
+
+def test_an_upper_case_name_the_rules_lack_is_listed_not_reported(tmp_path):
+    """Event names and version thresholds a project defines in a header outside the scanned
+    folder (`NCCL_ALLREDUCE_EVENT`, `CUSPARSE_GENERIC_API_VERSION`) look like library macros;
+    the rule set holds the libraries' own, so these are unknown names in the report, not an
+    unknown-api question each. A camel-case call the rules lack still is one."""
+    report = scan_source(
+        tmp_path,
+        "collectives.cc",
+        "#include <nccl.h>\n#include <cusparse.h>\n#include \"timeline.h\"\n\n"
+        "#if CUSPARSE_VERSION >= CUSPARSE_GENERIC_API_VERSION\n"
+        "#define SPMV_ALG CUSPARSE_SPMV_CSR_ALG2\n#endif\n\n"
+        "ncclResult_t all_reduce(Timeline& t, const float* in, float* out, size_t n,\n"
+        "                        ncclComm_t comm, cudaStream_t s) {\n"
+        "  t.start(NCCL_ALLREDUCE_EVENT);\n"
+        "  ncclResult_t r = ncclAllReduce(in, out, n, ncclFloat, ncclSum, comm, s);\n"
+        "  ncclCommFlushPendingWork(comm);\n"
+        "  t.end(NCCL_ALLREDUCE_EVENT);\n  return r;\n}\n",
+    )
+    assert [m.split("`")[1] for m in unknown_names(report)] == ["ncclCommFlushPendingWork"]
+    unknown = {u.name for u in report.uses if u.rule is None}
+    assert {"NCCL_ALLREDUCE_EVENT", "CUSPARSE_GENERIC_API_VERSION"} <= unknown
+    assert report.to_dict()["summary"]["unknown_names"] >= 3
