@@ -854,7 +854,13 @@ def is_amd_guard(name: str) -> bool:
 # (`BNB_HIP`, `IS_ROCM`, `PLATFORM_AMD`, `GINKGO_HIP_PLATFORM_HCC` — HCC is the old name of
 # HIP's AMD platform, as in `__HIP_PLATFORM_HCC__`), is taken for an AMD guard set by the
 # build. Only at the end: `GGML_HIP_NO_MMQ_MFMA` is an option *of* the AMD build, not a guard.
-PLATFORM_NAME = re.compile(r"(?:^|_)(?:HIP|HIPCC|HCC|ROCM|AMD|AMDGPU)_?_?$")
+# A switch named after a library only ROCm has (`HAS_ROCTRACER`, `USE_MIOPEN`,
+# `HYPRE_USING_ROCSPARSE`) is one too: no NVIDIA build links it.
+PLATFORM_NAME = re.compile(
+    r"(?:^|_)(?:HIP|HIPCC|HCC|ROCM|AMD|AMDGPU"
+    r"|ROCTRACER|ROCPROFILER|ROCTX|MIOPEN|RCCL|ROCBLAS|ROCSPARSE|ROCSOLVER|ROCFFT|ROCRAND"
+    r")_?_?$"
+)
 
 
 def looks_like_amd_guard(name: str) -> bool:
@@ -867,7 +873,12 @@ def looks_like_amd_guard(name: str) -> bool:
 # `__HIP_PLATFORM_NVIDIA__`), when the project does not define them itself: undefined (or
 # 0) in an AMD build. One an AMD build sets too (a test for AMD nested inside it) is
 # ProjectFacts' business.
-NVIDIA_NAME = re.compile(r"(?:^|_)CUDA_?_?$|(?:^|_)PLATFORM_(?:NVCC|NVIDIA)_?_?$")
+# A switch named after a library only NVIDIA has (kineto's `HAS_CUPTI`, `USE_CUDNN`,
+# `HYPRE_USING_CUSPARSE`: ROCm's counterparts go by other names) is read the same way.
+NVIDIA_NAME = re.compile(
+    r"(?:^|_)(?:CUDA|CUPTI|CUDNN|CUBLAS|CUBLASLT|CUSPARSE|CUSOLVER|CUFFT|CURAND|CUTLASS)_?_?$"
+    r"|(?:^|_)PLATFORM_(?:NVCC|NVIDIA)_?_?$"
+)
 
 
 def looks_like_nvidia_guard(name: str) -> bool:
