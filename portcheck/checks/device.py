@@ -83,6 +83,7 @@ def arch_conditional(ctx: Context) -> None:
             line_end(first.start_byte),
             f"`{test}` selects code by NVIDIA compute capability{more}",
         )
+    _device_pass_tests(ctx, amd, line_end)
     for macro in ctx.preproc.macros:
         match = ARCH_COMPARISON.search(macro.body)
         if match and evaluate(macro.body, amd) != 1:
@@ -93,6 +94,50 @@ def arch_conditional(ctx: Context) -> None:
                 "capability, which an AMD build does not define",
                 **unless_amd_takes(macro.body),
             )
+
+
+DEVICE_PASS_TEST = re.compile(r"defined\s*\(?\s*__CUDA_ARCH__\s*\)?")
+# What only device code reads: a branch that holds them runs on the GPU.
+DEVICE_ONLY_WORDS = re.compile(
+    rb"\b(?:threadIdx|blockIdx|blockDim|gridDim|warpSize|__syncthreads|__syncwarp"
+    rb"|__shfl\w*|__ballot\w*|atomic[A-Z]\w*)\b"
+)
+
+
+def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
+    """`#ifdef __CUDA_ARCH__` marks NVIDIA's device pass, and hipcc does not define it: an
+    AMD device pass compiles the other branch. Reported when that loses device code (no
+    `#else`: mmcv's `reduceAdd` overloads exist in no AMD device pass) or swaps it for the
+    host's (the `#else` of a branch reading `threadIdx`: cdpQuadtree's random seed becomes
+    `hash(0)` in every AMD thread). Not when a sibling branch is AMD's own
+    (`#elif defined(__HIP_DEVICE_COMPILE__)`) or the test lets AMD in."""
+    groups: dict[int, list[Branch]] = {}
+    for branch in ctx.preproc.branches:
+        groups.setdefault(branch.group, []).append(branch)
+    for branch in ctx.preproc.branches:
+        test = branch.test or ""
+        if not DEVICE_PASS_TEST.fullmatch(test.strip()):
+            continue
+        siblings = [b for b in groups[branch.group] if b is not branch]
+        if any(b.test is not None and evaluate(b.test, amd) != 0 for b in siblings):
+            continue  # an AMD branch beside it (or one this file cannot rule out)
+        has_else = any(b.test is None for b in siblings)
+        if has_else and not DEVICE_ONLY_WORDS.search(
+            ctx.masked, branch.start_byte, branch.end_byte
+        ):
+            continue  # `cuda_arch[0] = __CUDA_ARCH__;` `#else` nothing: the same on both
+        lost = "runs the `#else` (host) code instead" if has_else else "compiles nothing here"
+        ctx.report(
+            branch.start_byte,
+            line_end(branch.start_byte),
+            f"`{branch.directive}` tests for NVIDIA's device pass; hipcc does not define "
+            f"`__CUDA_ARCH__`, so an AMD device pass {lost}",
+            fix="Test `defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)`.",
+            # unless the project defines `__CUDA_ARCH__` for its AMD build itself
+            when=(test, (1,), True),
+            directive=True,
+            if_unknown=True,
+        )
 
 
 @hazard("launch-bounds")

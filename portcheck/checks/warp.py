@@ -595,7 +595,24 @@ def _macro_body_masks(ctx: Context) -> None:
         return
     masked = ctx.masked
     for macro in ctx.preproc.macros:
-        if not macro.function_like or "_sync" not in macro.body:
+        if "_sync" not in macro.body:
+            continue
+        if not macro.function_like:
+            if macro.body in SYNC_INTRINSICS:
+                # `#define SHFL_DOWN_SYNC __shfl_down_sync`: every call through the alias
+                # passes a lane mask, and the calls do not name the intrinsic.
+                at = masked.find(macro.body.encode(), macro.offset)
+                if at < 0:
+                    continue
+                ctx.report(
+                    at,
+                    at + len(macro.body),
+                    f"`{macro.name}` stands for {macro.body}: its calls pass a lane mask, 32 "
+                    "bits wide on NVIDIA; HIP's *_sync intrinsics take a 64-bit mask and wave64 "
+                    "needs 64 lanes",
+                    fix="Pass the mask as `unsigned long long` (all ones: `~0ull`) through the "
+                    "alias, or define it per platform.",
+                )
             continue
         end = masked.find(b"\n", macro.offset)
         while end > 0 and masked[end - 1 : end] == b"\\":
