@@ -96,6 +96,10 @@ class Pending(NamedTuple):
     directive: bool = False
     # Report the finding when the project cannot answer (else it is dropped).
     if_unknown: bool = False
+    # A call of a project macro with a 32-bit full mask as its `wrapper_arg`-th argument:
+    # reported when the macro passes that parameter to a *_sync intrinsic as its mask.
+    wrapper: str = ""
+    wrapper_arg: int = -1
 
 
 @dataclass
@@ -206,6 +210,7 @@ class ProjectFacts:
         self._switched: dict[str, bool] = {}  # path -> any branch behind a build switch
         self.shuffle_widths = {n for ff in self.files.values() for n in ff.facts.shuffle_widths}
         self._builds_for_amd: bool | None = None
+        self._mask_wrappers: dict[str, tuple[frozenset[int], bool]] | None = None
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
         self._amd_too: frozenset[str] | None = None  # _cuda_switches_on_amd
         self._hip_everywhere: bool | None = None  # _hip_on_nvidia
@@ -554,6 +559,43 @@ class ProjectFacts:
         tests = branch.tests
         return any(self.is_platform_macro(n) for t in tests for n in names_in(t))
 
+    def mask_wrappers(self) -> dict[str, tuple[frozenset[int], bool]]:
+        """Function-like macros that hand a parameter to a *_sync intrinsic as its lane mask
+        (`#define SHFL_XOR_SYNC(mask, var, lane_mask) __shfl_xor_sync((mask), (var),
+        (lane_mask))`): name -> (the positions of such parameters in the definitions an
+        NVIDIA build reaches, whether every definition an AMD build reaches drops the mask,
+        as `__shfl_xor((var), (lane_mask))` does)."""
+        if self._mask_wrappers is not None:
+            return self._mask_wrappers
+        found: dict[str, tuple[frozenset[int], bool]] = {}
+        for name, definitions in self._macro_defs.items():
+            nvidia: set[int] = set()
+            amd_masks: list[bool] = []
+            for path, definition in definitions:
+                if not definition.function_like or "_sync" not in definition.body:
+                    if definition.function_like and 0 not in self._reached(
+                        path, definition.offset, True
+                    ):
+                        amd_masks.append(False)
+                    continue
+                head = re.match(r"\(([^)]*)\)\s*(.*)", definition.body, re.DOTALL)
+                if head is None:
+                    continue
+                parameters = [p.strip() for p in head.group(1).split(",")]
+                positions = {
+                    parameters.index(m.group(1))
+                    for m in MASK_ARGUMENT.finditer(head.group(2))
+                    if m.group(1) in parameters
+                }
+                if 0 not in self._reached(path, definition.offset, False):
+                    nvidia |= positions
+                if 0 not in self._reached(path, definition.offset, True):
+                    amd_masks.append(bool(positions))
+            if nvidia:
+                found[name] = (frozenset(nvidia), bool(amd_masks) and not any(amd_masks))
+        self._mask_wrappers = found
+        return found
+
     def _device_macros(self) -> set[str]:
         bodies: dict[str, set[str]] = {}
         for ff in self.files.values():
@@ -884,6 +926,12 @@ class ProjectFacts:
         finding = pending.finding
         if pending.device_macros and not set(pending.device_macros) & self.device_macros:
             return None
+        if pending.wrapper:
+            positions, amd_drops = self.mask_wrappers().get(pending.wrapper, (frozenset(), False))
+            if pending.wrapper_arg not in positions:
+                return None
+            if amd_drops:  # the macro's AMD definition passes no mask: already ported
+                finding = replace(finding, amd_alternative=True)
         if not pending.expr:
             return finding
         if pending.directive:
@@ -1019,6 +1067,11 @@ class ProjectFacts:
         return found
 
 
+# A *_sync intrinsic's mask argument, when it is a bare (or parenthesised) name.
+MASK_ARGUMENT = re.compile(
+    r"\b(?:__shfl(?:_xor|_up|_down)?_sync|__ballot_sync|__any_sync|__all_sync"
+    r"|__match_\w+_sync|__reduce_\w+_sync)\s*\(\s*\(?\s*([A-Za-z_]\w*)\s*\)?\s*,"
+)
 # Hazards whose cause is often one definition (`#define WARP_SIZE 32`), reported there too.
 DEFINITION_SLUGS = frozenset({"warp-size-assumption", "lane-mask-width"})
 # Names that say a constant is a warp width or a full-warp mask.

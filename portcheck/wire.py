@@ -385,6 +385,8 @@ PENDING = Record(
         ("fold", BOOL),
         ("directive", BOOL),
         ("if_unknown", BOOL),
+        ("wrapper", STR),
+        ("wrapper_arg", INT),
     ],
 )
 REPORT_TARGET = Record(

@@ -172,6 +172,7 @@ class Context:
         fold: bool = True,
         directive: bool = False,
         if_unknown: bool = False,
+        wrapper: tuple[str, int] | None = None,
     ) -> None:
         """Report the current check's hazard (or the catalogue's `slug`) at start..end.
 
@@ -180,14 +181,16 @@ class Context:
         `fold=False`: the finding is not a use of the constant that decides it, so it is
         neither listed at nor folded into that constant's definition (see Pending);
         `directive=True`: `expr` is an `#if` test, read with the project's macros;
-        `if_unknown=True`: report it too when the project cannot evaluate `expr`."""
+        `if_unknown=True`: report it too when the project cannot evaluate `expr`;
+        `wrapper=(macro, i)`: only if the project's `macro` passes its i-th parameter to a
+        *_sync intrinsic as the lane mask (ProjectFacts.mask_wrappers)."""
         spec = catalogue()[slug] if slug is not None else self._current
         assert spec is not None, "report() called outside a registered check"
         span = self.span(start, end)
         macros: tuple[str, ...] = ()
         if spec.slug in DEVICE_CODE_CHECKS and not self.in_device(start):
             macros = self.device_macros_at(start)
-        conditional = bool(macros) or when is not None
+        conditional = bool(macros) or when is not None or wrapper is not None
         if once_per_line:
             key = (spec.slug, span.line)
             if key in self._seen:
@@ -211,8 +214,11 @@ class Context:
             self.findings.append(finding)
             return
         expr, values, negate = when if when is not None else ("", (), False)
+        name, position = wrapper if wrapper is not None else ("", -1)
         self.pending.append(
-            Pending(finding, expr, values, negate, macros, fold, directive, if_unknown)
+            Pending(
+                finding, expr, values, negate, macros, fold, directive, if_unknown, name, position
+            )
         )
 
     def device_macros_at(self, offset: int) -> tuple[str, ...]:

@@ -628,6 +628,25 @@ def _macro_body_masks(ctx: Context) -> None:
             )
 
 
+MACRO_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def _mask_through_macro(ctx: Context, call: Any, name: str) -> None:
+    """`SHFL_XOR_SYNC(0xffffffff, v, 16)`: a 32-bit full mask handed to a project macro.
+    Reported when the project's macro passes that argument to a *_sync intrinsic as its
+    mask (known only with every file's macros: a pending question)."""
+    for position, arg in enumerate(call_arguments(call)):
+        if FULL_MASK_32.match("".join(text(arg).split())):
+            ctx.report(
+                arg.start_byte,
+                arg.end_byte,
+                f"`{text(arg)}` passed to {name} is the lane mask of a *_sync intrinsic "
+                "inside it: a 32-lane mask; wave64 needs 64 bits",
+                fix="Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`).",
+                wrapper=(name, position),
+            )
+
+
 def _coalesced_ballot(ctx: Context, call: Any) -> bool:
     """`active.ballot(p)` on a cooperative-groups `coalesced_group` (`cg::coalesced_group
     active = cg::coalesced_threads();`): as many lanes as the wavefront, so a 64-bit mask
@@ -687,6 +706,8 @@ def lane_mask_width(ctx: Context) -> None:
     for call in ctx.device_nodes("call"):
         name = call_name(call)
         if name not in SYNC_INTRINSICS:
+            if name is not None and MACRO_NAME.fullmatch(name):
+                _mask_through_macro(ctx, call, name)
             continue
         args = call_arguments(call)
         if not args:
