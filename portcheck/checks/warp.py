@@ -248,7 +248,8 @@ def _lane_blind(ctx: Context, offset: int) -> bool:
         if known is not None:
             return bool(known)
         ctx.memo[key] = True  # a recursive call adds nothing new
-        body = WIDTH_AS_STRIDE.sub(b"", ctx.data[function.start : function.end])
+        # Comments and strings blanked: "fully coalesced loads" in a comment is no warp code.
+        body = WIDTH_AS_STRIDE.sub(b"", ctx.masked[function.start : function.end])
         result = WARP_LEVEL.search(body) is None
         # A functor parameter (`const Reduction& r`, called as `r(a, b)`): the combining
         # operation handed to a reduction, elementwise as far as this function goes.
