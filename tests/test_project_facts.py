@@ -560,3 +560,21 @@ def test_an_upper_case_name_the_rules_lack_is_listed_not_reported(tmp_path):
     unknown = {u.name for u in report.uses if u.rule is None}
     assert {"NCCL_ALLREDUCE_EVENT", "CUSPARSE_GENERIC_API_VERSION"} <= unknown
     assert report.to_dict()["summary"]["unknown_names"] >= 3
+
+
+def test_an_unknown_name_wrapping_a_cuda_call_is_the_projects_check(tmp_path):
+    """`cudaErrorCheck(cudaProfilerStart(), "…")`, whose definition sits in a header outside
+    the scanned folder: a wrapper around a known call is the project's error check, not an
+    API to look up. An unknown name called with plain arguments still is one."""
+    report = scan_source(
+        tmp_path,
+        "profiler.cpp",
+        "#include <cuda_profiler_api.h>\n#include <cuda_runtime.h>\n"
+        '#include "runtime_checks.hpp"\n\n'
+        "void start_profiling(cudaStream_t s) {\n"
+        '  cudaErrorCheck(cudaProfilerStart(), "cudaProfilerStart failed");\n'
+        "  cudaErrorCheck(cudaStreamSynchronize(s), \"sync\");\n"
+        "  cudaStreamFlushPendingWork(s);\n}\n",
+    )
+    assert [m.split("`")[1] for m in unknown_names(report)] == ["cudaStreamFlushPendingWork"]
+    assert "cudaErrorCheck" in {u.name for u in report.uses if u.rule is None}

@@ -276,6 +276,8 @@ def unknown_api(ctx: Context) -> None:
             continue  # `#ifdef CUDA_INIT_D3D9`: a build switch, whoever defines it
         if ctx.lookup is not None and _pasted_piece(ctx.data, use, ctx.lookup):
             continue  # `ENUM_ITEM(cudaMem, AdviseSetReadMostly, ...)`: half of a pasted name
+        if ctx.lookup is not None and _wraps_a_known_call(ctx.data, use, ctx.lookup):
+            continue  # `cudaErrorCheck(cudaProfilerStart(), "…")`: the project's check macro
         counts[use.name] += 1
         first.setdefault(use.name, use)
     for name, use in first.items():
@@ -302,6 +304,18 @@ def _pasted_piece(data: bytes, use: Use, lookup: Callable[[str], object]) -> boo
         for other in arguments
         if other != use.name and _WORD.fullmatch(other)
     )
+
+
+_FIRST_ARGUMENT_CALL = re.compile(rb"\s*\(\s*([A-Za-z_]\w*)\s*\(")
+
+
+def _wraps_a_known_call(data: bytes, use: Use, lookup: Callable[[str], object]) -> bool:
+    """Is the name called with a call of a known CUDA API as its first argument
+    (`cudaCheck(cudaMemcpy(…))`)? No NVIDIA API takes another's result there (those that
+    take an error code are known names); an error-check wrapper of the project's does,
+    defined in a header the scan did not see."""
+    match = _FIRST_ARGUMENT_CALL.match(data, use.span.end_byte)
+    return match is not None and lookup(match.group(1).decode()) is not None
 
 
 _WORD = re.compile(r"\w+")
