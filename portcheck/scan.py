@@ -232,7 +232,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-23"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-24"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -353,6 +353,10 @@ def _assemble(
     # Helpers called only from NVIDIA-only code with an AMD path (a cp.async wrapper used
     # under `#if __CUDA_ARCH__ >= 800 ... #else`): an AMD build never runs them.
     nvidia_helpers = _nvidia_only_functions(scans, facts)
+    # A CUDA backend file whose HIP twin sits beside it (`policy/cuda/scan.hpp` and
+    # `policy/hip/scan.hpp`): NVIDIA-only code whose AMD path is that file.
+    for path in _files_with_hip_twins(root, scans):
+        nvidia_helpers.setdefault(path, []).append((0, 1 << 62))
     for file_scan in scans:
         if file_scan.facts_only and file_scan.path not in answers:
             continue
@@ -644,6 +648,45 @@ def _own_library_functions(scans: Sequence[FileScan], facts: ProjectFacts) -> fr
         and use.kind == "function"
         and use.rule.family not in OVERLOADED_FAMILIES
     )
+
+
+TWIN_WORD = re.compile(r"cuda", re.IGNORECASE)
+INCLUDED_NAME = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.MULTILINE)
+
+
+def _files_with_hip_twins(root: Path, scans: Sequence[FileScan]) -> list[str]:
+    """Source files of a CUDA backend whose AMD backend is a file of its own: the same path
+    with `cuda` read as `hip` or `rocm` (any case, any source extension: RAJA's
+    `policy/cuda/` beside `policy/hip/`, Kokkos' `Kokkos_Cuda_Team.hpp` beside
+    `Kokkos_HIP_Team.hpp`). Not when the twin includes the CUDA file (a `.hip` that only
+    includes the `.cu` compiles the CUDA code for AMD)."""
+    sources = {
+        PurePosixPath(s.path).with_suffix("").as_posix().lower(): s.path
+        for s in scans
+        if s.language.is_source
+    }
+    found: list[str] = []
+    for stem, path in sources.items():
+        if "cuda" not in stem:
+            continue
+        for word in ("hip", "rocm"):
+            twin = sources.get(TWIN_WORD.sub(word, stem))
+            if twin is None or twin == path:
+                continue
+            try:
+                with open(root / twin, "rb") as handle:
+                    text = handle.read(1 << 20)
+            except OSError:
+                continue
+            name = PurePosixPath(path).name
+            if any(
+                PurePosixPath(m.group(1).decode(errors="replace")).name == name
+                for m in INCLUDED_NAME.finditer(text)
+            ):
+                continue
+            found.append(path)
+            break
+    return found
 
 
 def _nvidia_only_functions(

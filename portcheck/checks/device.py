@@ -104,6 +104,18 @@ DEVICE_ONLY_WORDS = re.compile(
 )
 
 
+def _holds_code(masked: bytes, branch: Branch) -> bool:
+    """Is there anything but preprocessor lines in the branch (after its own directive)?"""
+    start = masked.find(b"\n", branch.start_byte)
+    if start < 0:
+        return False
+    for line in masked[start + 1 : branch.end_byte].splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith(b"#"):
+            return True
+    return False
+
+
 def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
     """`#ifdef __CUDA_ARCH__` marks NVIDIA's device pass, and hipcc does not define it: an
     AMD device pass compiles the other branch. Reported when that loses device code (no
@@ -121,6 +133,8 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
         siblings = [b for b in groups[branch.group] if b is not branch]
         if any(b.test is not None and evaluate(b.test, amd) != 0 for b in siblings):
             continue  # an AMD branch beside it (or one this file cannot rule out)
+        if not _holds_code(ctx.masked, branch):
+            continue  # only a `#pragma message` or `#warning`: nothing to lose
         has_else = any(b.test is None for b in siblings)
         if has_else and not DEVICE_ONLY_WORDS.search(
             ctx.masked, branch.start_byte, branch.end_byte
