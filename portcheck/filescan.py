@@ -216,7 +216,7 @@ class FileScanner:
             result.functions = _merge_functions(result.functions, clang.functions)
 
         # classify
-        result.uses = _classify(found, own_references, path, index, in_device)
+        result.uses = _classify(found, own_references, path, index, in_device, data)
 
         # check
         ctx = Context(
@@ -331,18 +331,43 @@ class FileScanner:
         return facts
 
 
+# Test and benchmark frameworks' registration macros (GoogleTest, Google Benchmark): their
+# name arguments declare a test, often named after the API it exercises
+# (`BENCHMARK_DEFINE_F(CudaMallocManaged, cudaMallocManaged)`), and are pasted into class
+# names, never called.
+TEST_REGISTRATION = re.compile(
+    rb"\b(?:TEST|TEST_F|TEST_P|TYPED_TEST|TYPED_TEST_P|BENCHMARK_DEFINE_F|BENCHMARK_REGISTER_F"
+    rb"|BENCHMARK_F|BENCHMARK_TEMPLATE_F|BENCHMARK_TEMPLATE_DEFINE_F)\s*\(([^()]*)\)"
+)
+
+
+def _test_names(data: bytes) -> set[int]:
+    """Offsets of the plain-word arguments of test registration macros."""
+    found: set[int] = set()
+    if b"TEST" not in data and b"BENCHMARK" not in data:
+        return found
+    for match in TEST_REGISTRATION.finditer(data):
+        for word in re.finditer(rb"[A-Za-z_]\w*", match.group(1)):
+            found.add(match.start(1) + word.start())
+    return found
+
+
 def _classify(
     found: Extraction,
     own_references: set[int],
     path: str,
     index: LineIndex,
     in_device: Callable[[int], bool],
+    data: bytes = b"",
 ) -> list[Use]:
     """The extracted names that are CUDA uses, each with its rule, family, exact span and
     whether it sits in device code, in file order."""
     variables = found.variables
+    test_names = _test_names(data)
     uses: list[Use] = []
     for name, kind, rule, start, end in found.names:
+        if start in test_names:
+            continue  # `TEST_F(CudaRuntime, cudaMemcpy)`: a test's name
         # Scoping: a name the file declares as a variable or parameter (`float j0, y1;`) is
         # that variable wherever it is not called, not the CUDA function of that name.
         shadowed = name in variables and kind != "function"

@@ -578,3 +578,27 @@ def test_an_unknown_name_wrapping_a_cuda_call_is_the_projects_check(tmp_path):
     )
     assert [m.split("`")[1] for m in unknown_names(report)] == ["cudaStreamFlushPendingWork"]
     assert "cudaErrorCheck" in {u.name for u in report.uses if u.rule is None}
+
+
+def test_a_test_named_after_an_api_is_not_a_use_of_it(tmp_path):
+    """GoogleTest and Google Benchmark name tests after the API they exercise
+    (`TEST_F(Allocators, cudaMallocManaged)`, Umpire's `BENCHMARK_DEFINE_F(CudaMallocManaged,
+    cudaMallocManaged)`): those names are pasted into class names. The calls in the bodies
+    are uses."""
+    report = scan_source(
+        tmp_path,
+        "allocators_test.cpp",
+        "#include <cuda_runtime.h>\n#include <gtest/gtest.h>\n"
+        "#include <benchmark/benchmark.h>\n\n"
+        "class Allocators : public ::testing::Test {};\n\n"
+        "TEST_F(Allocators, cudaMallocManaged) {\n"
+        "  float* p = nullptr;\n"
+        "  ASSERT_EQ(cudaMallocManaged(&p, 1024), cudaSuccess);\n"
+        "  cudaFree(p);\n}\n\n"
+        "static void managed(benchmark::State& st) {}\n"
+        "BENCHMARK_REGISTER_F(Allocators, cudaMallocManaged)->Range(8, 1 << 20);\n",
+    )
+    managed = [f.span.line for f in report.findings if f.slug == "managed-memory"]
+    assert managed == [9]
+    lines = sorted(u.span.line for u in report.uses if u.name == "cudaMallocManaged")
+    assert lines == [9]
