@@ -232,7 +232,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-24"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-25"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -301,7 +301,7 @@ def _assemble(
 
     def is_cuda(use: Use) -> bool:
         if use.rule is not None:
-            return use.name not in own_functions
+            return use.name not in own_functions and (use.path, use.name) not in own_here
         if use.kind == "header":
             return PurePosixPath(use.name).name not in own_headers
         return use.name not in own_names
@@ -309,7 +309,7 @@ def _assemble(
     facts = ProjectFacts((s.path, s.preproc) for s in scans if s.language.is_source)
     # A library function the project defines itself is the project's code too (see
     # _own_library_functions): its calls are not CUDA API uses.
-    own_functions = _own_library_functions(scans, facts)
+    own_functions, own_here = _own_library_functions(scans, facts)
     reach = kernels_reaching(build_call_graph((s.path, fn) for s in scans for fn in s.functions))
     names: dict[frozenset[Node], tuple[str, ...]] = {}  # the kernels' names, as findings show them
     needs: dict[Node, list[str]] = {}  # kernel -> slugs of the findings it reaches
@@ -406,7 +406,9 @@ def _assemble(
         # when another file of the project defines it (the file's check could not know).
         unknown_names = {u.span.start_byte: u.name for u in file_scan.uses if u.rule is None}
         used_at = (
-            {u.span.start_byte: u.name for u in file_scan.uses} if shimmed or own_functions else {}
+            {u.span.start_byte: u.name for u in file_scan.uses}
+            if shimmed or own_functions or own_here
+            else {}
         )
         names_on: dict[int, set[str]] = {}  # line -> names used on it
         if unmasked:
@@ -419,7 +421,7 @@ def _assemble(
             ):
                 continue
             name = used_at.get(finding.span.start_byte)
-            if finding.slug in AT_THE_NAME and name in own_functions:
+            if finding.slug in AT_THE_NAME and (name in own_functions or (path, name) in own_here):
                 continue  # a call of the project's own function of that name
             if finding.slug in AT_THE_NAME and name in shimmed:
                 finding = replace(finding, amd_alternative=True)
@@ -618,36 +620,53 @@ OVERLOADED_FAMILIES = frozenset(
 )
 
 
-def _own_library_functions(scans: Sequence[FileScan], facts: ProjectFacts) -> frozenset[str]:
+def _own_library_functions(
+    scans: Sequence[FileScan], facts: ProjectFacts
+) -> tuple[frozenset[str], frozenset[tuple[str, str]]]:
     """Names of CUDA library functions the project defines itself, with a body, outside any
     platform branch: tiny-cuda-nn's `std::string cublasGetError(cublasStatus_t)` (cuBLAS's
     legacy API has a `cublasGetError()` too). A HIP build compiles the project's definition,
-    so its calls need no port. Not a function in a namespace or class (`mylib::cudaFree`),
-    nor a wrapper that calls the name it defines, nor a name of an OVERLOADED_FAMILIES
-    family."""
+    so its calls need no port. Not a wrapper that calls the name it defines, nor a name of
+    an OVERLOADED_FAMILIES family. A function in a namespace or class (`mylib::cudaFree`)
+    leaves the global name CUDA's elsewhere, but is what its own file's calls find (the
+    file is inside that namespace): (names, (path, name) pairs of such files)."""
     # Only names with a rule can be in question: the extractor lists those a file defines.
     named = {name for scan in scans for name, _ in scan.api_definitions}
     if not named:
-        return frozenset()
+        return frozenset(), frozenset()
     definitions: dict[str, list[bool]] = {}  # name -> per definition: may it be own?
+    scoped: set[tuple[str, str]] = set()
     for scan in scans:
         for fn in scan.functions:
-            if fn.name not in named or fn.is_kernel or fn.scoped:
-                continue  # `mylib::cudaFree` leaves the global cudaFree CUDA's
+            if fn.name not in named or fn.is_kernel:
+                continue
             own = fn.name not in fn.calls and facts.placement(scan.path, fn.start) is None
+            if fn.scoped:
+                if own:
+                    scoped.add((scan.path, fn.name))
+                continue
             definitions.setdefault(fn.name, []).append(own)
     candidates = {name for name, owns in definitions.items() if all(owns)}
-    if not candidates:
-        return frozenset()
-    return frozenset(
-        use.name
+    if not candidates and not scoped:
+        return frozenset(), frozenset()
+
+    def counts(use: Use) -> bool:
+        return (
+            use.rule is not None
+            and use.kind == "function"
+            and use.rule.family not in OVERLOADED_FAMILIES
+        )
+
+    names = frozenset(
+        use.name for scan in scans for use in scan.uses if use.name in candidates and counts(use)
+    )
+    here = frozenset(
+        (scan.path, use.name)
         for scan in scans
         for use in scan.uses
-        if use.name in candidates
-        and use.rule is not None
-        and use.kind == "function"
-        and use.rule.family not in OVERLOADED_FAMILIES
+        if (scan.path, use.name) in scoped and counts(use)
     )
+    return names, here
 
 
 TWIN_WORD = re.compile(r"cuda", re.IGNORECASE)
