@@ -602,3 +602,25 @@ def test_a_test_named_after_an_api_is_not_a_use_of_it(tmp_path):
     assert managed == [9]
     lines = sorted(u.span.line for u in report.uses if u.name == "cudaMallocManaged")
     assert lines == [9]
+
+
+def test_a_driver_api_bound_through_a_pointer_is_still_that_api(tmp_path):
+    """`extern tcuModuleLoadData *cuModuleLoadData;`, filled with dlsym (cuda-samples'
+    matrixMulDynlinkJIT): libclang sees a project variable, but a call through it under the
+    API's name loads a PTX module all the same, in both front ends."""
+    (tmp_path / "dynlink.h").write_text(
+        "#pragma once\n#include <cuda.h>\n"
+        "typedef CUresult tcuModuleLoadData(CUmodule* module, const void* image);\n"
+        "extern tcuModuleLoadData* cuModuleLoadData;\n"
+        "int cuda_driver_api_init();\n"
+    )
+    (tmp_path / "jit.cpp").write_text(
+        '#include "dynlink.h"\n\nextern const char kernel_ptx[];\n\n'
+        "CUmodule load_kernels() {\n  CUmodule module;\n"
+        "  if (cuda_driver_api_init() != 0) return nullptr;\n"
+        "  cuModuleLoadData(&module, kernel_ptx);\n  return module;\n}\n"
+    )
+    for front_end in ("auto", "deep"):
+        report = portcheck.scan(tmp_path, cache=False, front_end=front_end)
+        loads = [(f.path, f.span.line) for f in report.findings if f.slug == "ptx-module-load"]
+        assert loads == [("jit.cpp", 8)], front_end

@@ -241,6 +241,7 @@ def _read_unit(
                     referenced is not None
                     and _kind(referenced) in DECLARATION_KINDS
                     and _is_project(referenced, roots, main)
+                    and not _function_pointer(referenced)
                 ):
                     facts.own_references.add(cursor.location.offset)
         elif current is not None and kind in ("CALL_EXPR", "CUDA_KERNEL_CALL_EXPR"):
@@ -254,6 +255,17 @@ def _read_unit(
             target.calls.add(operator)
     facts.functions = sorted(functions.values(), key=lambda f: f.start)
     facts.device_ranges.sort()
+
+
+def _function_pointer(declaration: Any) -> bool:
+    """A variable holding a function pointer (`extern tcuModuleLoadDataEx *cuModuleLoadDataEx;`
+    of a driver API loaded with dlopen): a call through it, under the API's name, is still
+    that API."""
+    try:
+        pointee = declaration.type.get_canonical().get_pointee()
+        return str(pointee.kind.name) in ("FUNCTIONPROTO", "FUNCTIONNOPROTO")
+    except Exception:  # a type kind newer than this binding knows
+        return False
 
 
 def _function(cursor: Any, main: str) -> FunctionInfo | None:
