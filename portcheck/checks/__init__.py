@@ -173,6 +173,7 @@ class Context:
         directive: bool = False,
         if_unknown: bool = False,
         wrapper: tuple[str, int] | None = None,
+        amd_alternative: bool = False,
     ) -> None:
         """Report the current check's hazard (or the catalogue's `slug`) at start..end.
 
@@ -183,7 +184,8 @@ class Context:
         `directive=True`: `expr` is an `#if` test, read with the project's macros;
         `if_unknown=True`: report it too when the project cannot evaluate `expr`;
         `wrapper=(macro, i)`: only if the project's `macro` passes its i-th parameter to a
-        *_sync intrinsic as the lane mask (ProjectFacts.mask_wrappers)."""
+        *_sync intrinsic as the lane mask (ProjectFacts.mask_wrappers);
+        `amd_alternative=True`: the check itself saw the project's AMD path for this code."""
         spec = catalogue()[slug] if slug is not None else self._current
         assert spec is not None, "report() called outside a registered check"
         span = self.span(start, end)
@@ -209,6 +211,7 @@ class Context:
             fix=fix or spec.fix,
             function=self.function_at(start),
             fingerprint=line_fingerprint(spec.slug, self.path, self.data, start),
+            amd_alternative=amd_alternative,
         )
         if not conditional:
             self.findings.append(finding)

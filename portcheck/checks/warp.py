@@ -18,6 +18,7 @@ from portcheck.preproc import (
     evaluate,
     is_amd_guard,
     looks_like_amd_guard,
+    looks_like_nvidia_guard,
     names_in,
     top_level_arguments,
 )
@@ -276,6 +277,71 @@ def _lane_blind(ctx: Context, offset: int) -> bool:
     return blind(fn, 0)
 
 
+# `max_vector_length = 32;` / `int kWidth = 32;` / `constexpr int lanes{32};`
+WIDTH_ASSIGNMENT = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:=|\{|\()\s*(32|64)\s*[;})]")
+
+
+def _widths_set_per_platform(ctx: Context) -> None:
+    """A variable set to 32 in an NVIDIA branch and to 64 in the AMD branch beside it
+    (kokkos-kernels: `#ifdef KOKKOS_ENABLE_CUDA` … `max_vector_length = 32;` then
+    `#ifdef KOKKOS_ENABLE_HIP` … `= 64;`): the project says it is the warp width. Reported
+    at the 32; the AMD branch is its AMD path. The branches are one conditional's, or two
+    conditionals with nothing between them."""
+    if b"64" not in ctx.data or b"32" not in ctx.data:
+        return
+    masked = ctx.masked
+    branches = ctx.preproc.branches
+
+    def names(branch: Any) -> set[str]:
+        return {n for t in branch.tests for n in names_in(t)}
+
+    def is_amd(branch: Any) -> bool:
+        return branch.test is not None and any(
+            is_amd_guard(n) or looks_like_amd_guard(n) for n in names(branch)
+        )
+
+    def is_nvidia(branch: Any) -> bool:
+        tested = names(branch) if branch.test is not None else set()
+        return any(looks_like_nvidia_guard(n) for n in tested) and not is_amd(branch)
+
+    def assigned(branch: Any, value: bytes) -> dict[bytes, int]:
+        body = masked[branch.start_byte : branch.end_byte]
+        return {
+            m.group(1): branch.start_byte + m.start(2)
+            for m in WIDTH_ASSIGNMENT.finditer(body)
+            if m.group(2) == value
+        }
+
+    def adjacent(first: Any, second: Any) -> bool:
+        """Only blank lines and `#endif`s between the two branches."""
+        if second.start_byte < first.end_byte:
+            return False
+        between = masked[first.end_byte : second.start_byte].splitlines()
+        return all(not line.strip() or line.strip().startswith(b"#endif") for line in between)
+
+    for nvidia in branches:
+        if not is_nvidia(nvidia):
+            continue
+        twins = [
+            b
+            for b in branches
+            if b is not nvidia and is_amd(b) and (b.group == nvidia.group or adjacent(nvidia, b))
+        ]
+        if not twins:
+            continue
+        thirty_two = assigned(nvidia, b"32")
+        for twin in twins:
+            for name, at in thirty_two.items():
+                if name in assigned(twin, b"64"):
+                    ctx.report(
+                        at,
+                        at + 2,
+                        f"`{name.decode()} = 32` in the NVIDIA branch; the project's AMD branch "
+                        "sets it to 64: a warp width",
+                        amd_alternative=True,  # that branch is the project's AMD path
+                    )
+
+
 def _beside_amd_branch(ctx: Context, offset: int) -> bool:
     """Is `offset` in a branch of a conditional that tests for an AMD build (`#if
     defined(__HIP_PLATFORM_AMD__) && WAVE == 64 … #else tid % 32`)? The project wrote an
@@ -375,6 +441,7 @@ OPERAND_TYPES = ("number_literal", "identifier", "parenthesized_expression")
 
 @hazard("warp-size-assumption")
 def warp_size_assumption(ctx: Context) -> None:
+    _widths_set_per_platform(ctx)
     if ctx.root is None:
         return
     for node in ctx.device_nodes("binary"):
