@@ -358,7 +358,7 @@ def _classify(
     path: str,
     index: LineIndex,
     in_device: Callable[[int], bool],
-    data: bytes = b"",
+    data: bytes,
 ) -> list[Use]:
     """The extracted names that are CUDA uses, each with its rule, family, exact span and
     whether it sits in device code, in file order."""

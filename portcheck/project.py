@@ -569,22 +569,18 @@ class ProjectFacts:
             return self._mask_wrappers
         found: dict[str, tuple[frozenset[int], bool]] = {}
         for name, definitions in self._macro_defs.items():
+            if not any(d.function_like and "_sync" in d.body for _, d in definitions):
+                continue  # most macros: no *_sync call in any definition
             nvidia: set[int] = set()
             amd_masks: list[bool] = []
             for path, definition in definitions:
-                if not definition.function_like or "_sync" not in definition.body:
-                    if definition.function_like and 0 not in self._reached(
-                        path, definition.offset, True
-                    ):
-                        amd_masks.append(False)
-                    continue
-                head = re.match(r"\(([^)]*)\)\s*(.*)", definition.body, re.DOTALL)
+                head = _parameters_and_body(definition)
                 if head is None:
                     continue
-                parameters = [p.strip() for p in head.group(1).split(",")]
+                parameters, body = head
                 positions = {
                     parameters.index(m.group(1))
-                    for m in MASK_ARGUMENT.finditer(head.group(2))
+                    for m in MASK_ARGUMENT.finditer(body)
                     if m.group(1) in parameters
                 }
                 if 0 not in self._reached(path, definition.offset, False):
@@ -633,11 +629,11 @@ class ProjectFacts:
                 reached = self._reached(path, definition.offset, amd)
                 if 0 in reached:
                     continue
-                head = re.match(r"\(([^)]*)\)\s*(.*)", definition.body, re.DOTALL)
+                head = _parameters_and_body(definition)
                 if head is None:
                     continue
-                parameters = [p.strip() for p in head.group(1).split(",")]
-                words = set(re.findall(r"\w+", head.group(2)))
+                parameters, body = head
+                words = set(re.findall(r"\w+", body))
                 kept[amd] |= {i for i, p in enumerate(parameters) if p in words}
         amd_only, nvidia_only = (
             frozenset(kept[True] - kept[False]),
@@ -1065,6 +1061,16 @@ class ProjectFacts:
                 )
             )
         return found
+
+
+def _parameters_and_body(definition: Definition) -> tuple[list[str], str] | None:
+    """A function-like macro's parameter names and its body (None for an object-like one)."""
+    if not isinstance(definition, MacroDef) or not definition.function_like:
+        return None
+    head = re.match(r"\(([^)]*)\)\s*(.*)", definition.body, re.DOTALL)
+    if head is None:
+        return None
+    return [p.strip() for p in head.group(1).split(",")], head.group(2)
 
 
 # A *_sync intrinsic's mask argument, when it is a bare (or parenthesised) name.

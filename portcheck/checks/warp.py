@@ -290,19 +290,9 @@ def _widths_set_per_platform(ctx: Context) -> None:
     if b"64" not in ctx.data or b"32" not in ctx.data:
         return
     masked = ctx.masked
-    branches = ctx.preproc.branches
 
-    def names(branch: Any) -> set[str]:
-        return {n for t in branch.tests for n in names_in(t)}
-
-    def is_amd(branch: Any) -> bool:
-        return branch.test is not None and any(
-            is_amd_guard(n) or looks_like_amd_guard(n) for n in names(branch)
-        )
-
-    def is_nvidia(branch: Any) -> bool:
-        tested = names(branch) if branch.test is not None else set()
-        return any(looks_like_nvidia_guard(n) for n in tested) and not is_amd(branch)
+    def tests_any(branch: Any, looks: Any) -> bool:
+        return branch.test is not None and any(looks(n) for t in branch.tests for n in names_in(t))
 
     def assigned(branch: Any, value: bytes) -> dict[bytes, int]:
         body = masked[branch.start_byte : branch.end_byte]
@@ -319,20 +309,25 @@ def _widths_set_per_platform(ctx: Context) -> None:
         between = masked[first.end_byte : second.start_byte].splitlines()
         return all(not line.strip() or line.strip().startswith(b"#endif") for line in between)
 
-    for nvidia in branches:
-        if not is_nvidia(nvidia):
-            continue
-        twins = [
-            b
-            for b in branches
-            if b is not nvidia and is_amd(b) and (b.group == nvidia.group or adjacent(nvidia, b))
-        ]
-        if not twins:
+    amd = [
+        b
+        for b in ctx.preproc.branches
+        if tests_any(b, lambda n: is_amd_guard(n) or looks_like_amd_guard(n))
+    ]
+    if not amd:
+        return
+    sixty_four = {id(b): assigned(b, b"64") for b in amd}
+    for nvidia in ctx.preproc.branches:
+        if not tests_any(nvidia, looks_like_nvidia_guard) or any(b is nvidia for b in amd):
             continue
         thirty_two = assigned(nvidia, b"32")
-        for twin in twins:
+        if not thirty_two:
+            continue
+        for twin in amd:
+            if twin.group != nvidia.group and not adjacent(nvidia, twin):
+                continue
             for name, at in thirty_two.items():
-                if name in assigned(twin, b"64"):
+                if name in sixty_four[id(twin)]:
                     ctx.report(
                         at,
                         at + 2,
