@@ -76,6 +76,13 @@ CUDA_MARKERS: tuple[tuple[re.Pattern[bytes], bool], ...] = (
     (re.compile(rb"(?:npp[is]?|nvjpeg|nvml)[A-Z]\w*\s*\("), True),
     (re.compile(rb"__(?:global|device|host|CUDACC|CUDA_ARCH)__"), False),
     (re.compile(rb"<<<"), False),
+    # device code whose qualifiers all come from the project's macros (`DINLINE int
+    # lane() { return threadIdx.x % 32; }`): the built-in variables and warp intrinsics
+    (re.compile(rb"threadIdx\.[xyz]\b"), True),
+    (re.compile(rb"blockIdx\.[xyz]\b"), True),
+    (re.compile(rb"__syncthreads\s*\("), True),
+    (re.compile(rb"__shfl(?:_up|_down|_xor)?_sync\s*\("), True),
+    (re.compile(rb"__ballot_sync\s*\("), True),
 )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import NamedTuple
@@ -191,6 +191,16 @@ def _in_scope(fn: Node) -> bool:
             return True
         node = node.parent
     return False
+
+
+def _head_start(fn: Node) -> int:
+    """Where the text that leads into `fn` begins: the end of what comes before it (a
+    specifier macro blanked in the parsed view lies between)."""
+    before = fn.prev_sibling
+    if before is not None:
+        return before.end_byte
+    parent = fn.parent
+    return parent.start_byte if parent is not None else 0
 
 
 def function_extent(fn: Node) -> tuple[int, int]:
@@ -432,14 +442,36 @@ class Extractor:
     @staticmethod
     def possible_device_ranges(
         captures: dict[str, list[Node]],
+        hidden: Sequence[tuple[int, str]] = (),
     ) -> list[tuple[int, int, tuple[str, ...]]]:
         """Functions without a visible device qualifier whose declaration carries
-        macro-like names: (start, end, those names)."""
+        macro-like names: (start, end, those names). `hidden`: (offset, name) of specifier
+        macros the parsed view left out (FileScanner._specifier_macros); one counts for
+        the function or lambda whose head it begins or sits in."""
+        hidden_at = sorted(hidden)
+        offsets = [offset for offset, _ in hidden_at]
+
+        def hidden_in(start: int, end: int) -> list[str]:
+            i = bisect.bisect_left(offsets, start)
+            names = []
+            while i < len(offsets) and offsets[i] < end:
+                names.append(hidden_at[i][1])
+                i += 1
+            return names
+
         found = []
         for fn in captures.get("function", ()):
             if any(child.type in DEVICE_QUALIFIERS for child in fn.children):
                 continue
             names: list[str] = []
+            if hidden_at:
+                head_end = fn.end_byte
+                for child in fn.children:
+                    if child.type in DECLARATOR_TYPES or child.type == "compound_statement":
+                        head_end = child.start_byte
+                        break
+                # the names just before the node (blanked to spaces in the view) belong to it
+                names += hidden_in(_head_start(fn), head_end)
             for child in fn.children:
                 if child.type in DECLARATOR_TYPES or child.type == "compound_statement":
                     break
@@ -458,7 +490,7 @@ class Extractor:
             # `[=] AMREX_GPU_DEVICE (int i) {...}`: the macro lands in an ERROR node.
             body = lam.child_by_field_name("body")
             limit = body.start_byte if body is not None else lam.end_byte
-            names = []
+            names = hidden_in(lam.start_byte, limit) if hidden_at else []
             for child in lam.children:
                 if child.start_byte >= limit:
                     break

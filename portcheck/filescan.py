@@ -58,6 +58,8 @@ from portcheck.project import Pending
 from portcheck.ruleset import RuleSet
 
 if TYPE_CHECKING:
+    from tree_sitter import Node
+
     from portcheck.parse.clang import ClangFacts
 
 
@@ -106,6 +108,36 @@ def _touches(data: bytes, start: int, end: int, span_start: int, span_end: int) 
     gap = data[end:span_start] if end <= span_start else data[span_end:start]
     return not gap.strip()
 
+
+# A declaration's head that starts with names before its decl-specifiers or its type and
+# declarator: `DEVICE_INLINE T f(`, `HOSTDEVICE inline Scalar2 f(`, `friend accelerator_inline
+# GpuComplex operator+(`. Valid C++ has no such run of plain names, so they are macros.
+SPECIFIER_HEAD = re.compile(
+    rb"^[ \t]*(?:(?:template\s*<[^;{}()]*>|static|inline|friend|constexpr|extern|virtual"
+    rb"|explicit|__host__|__device__|__forceinline__|__inline__)\s+)*"
+    rb"((?:[A-Za-z_]\w*\s+){1,3}?)"
+    rb"(?=(?:inline|static|constexpr|void|bool|char|short|int|long|float|double|unsigned|signed"
+    rb"|auto|explicit|virtual|friend|__host__|__device__|__global__|__forceinline__|__inline__)\b"
+    rb"|(?!const\b|volatile\b)[A-Za-z_][\w:]*(?:<[^;{}()]*>)?[\s*&]+"
+    rb"(?:[A-Za-z_][\w:]*|operator\S*?)\s*\()",
+    re.M,
+)
+LAMBDA_SPECIFIER = re.compile(rb"\]\s*([A-Za-z_]\w*)\s*(?=\()")  # `[=] RAJA_DEVICE (int i)`
+DECLARED_TYPE = re.compile(
+    rb"\b(?:struct|class|union|enum)\s+(\w+)|\btypedef\b[^;{}]*?\b(\w+)\s*;|\busing\s+(\w+)\s*="
+)
+WORD = re.compile(rb"[A-Za-z_]\w*")
+CPP_WORDS = frozenset(
+    b"""alignas alignof and asm auto bool break case catch char char8_t char16_t char32_t
+    class const constexpr consteval constinit const_cast continue co_await co_return co_yield
+    decltype default delete do double dynamic_cast else enum explicit export extern false float
+    for friend goto if inline int long mutable namespace new noexcept not nullptr operator or
+    private protected public register reinterpret_cast requires return short signed sizeof
+    static static_assert static_cast struct switch template this thread_local throw true try
+    typedef typeid typename union unsigned using virtual void volatile wchar_t while concept
+    defined __host__ __device__ __global__ __forceinline__ __inline__ __noinline__ __shared__
+    __constant__ __managed__ __restrict__ __launch_bounds__ __attribute__ __declspec""".split()
+)
 
 # A function definition's name, parameters and opening brace, after its return type
 FUNCTION_HEAD = re.compile(rb"[\w*&>]\s+(\w+)\s*\([^;{}()]*\)\s*(?:const\s*)?\{")
@@ -170,6 +202,7 @@ class FileScanner:
         captures = structure_captures(root)
         result.parse_errors = len(captures.get("error", ()))
         amd_defined: list[tuple[str, int]] = []  # CUDA names defined in blanked AMD code
+        view = data  # what was parsed: the text, or a view of it with the same offsets
         if result.parse_errors:
             # Alternatives for AMD written into one declaration or expression: parse the
             # NVIDIA view (preproc.nvidia_view; offsets unchanged, the file's text stays
@@ -185,8 +218,19 @@ class FileScanner:
                 if view_errors < result.parse_errors:
                     root, captures, result.parse_errors = view_root, view_captures, view_errors
                     amd_defined = self._defined_in(data, spans)
+                    view = blanked(data, spans)
+        hidden: list[tuple[int, str]] = []  # specifier macros left out of the parsed view
+        if result.parse_errors:
+            occurrences = self._specifier_macros(view, captures.get("error", []))
+            if occurrences:
+                view_root = parse_cuda(blanked(view, [(s, e) for s, e, _ in occurrences])).root_node
+                view_captures = structure_captures(view_root)
+                view_errors = len(view_captures.get("error", ()))
+                if view_errors < result.parse_errors:
+                    root, captures, result.parse_errors = view_root, view_captures, view_errors
+                    hidden = [(s, name) for s, _, name in occurrences]
         device_ranges = self.extractor.device_ranges(captures)
-        possible_device = self.extractor.possible_device_ranges(captures)
+        possible_device = self.extractor.possible_device_ranges(captures, hidden)
         clang = None
         if self._wants_clang(data, device_ranges, possible_device):
             clang = self._clang(path, data, result)
@@ -242,6 +286,39 @@ class FileScanner:
         return result
 
     # -- the front end chosen per file ------------------------------------------------
+
+    def _specifier_macros(self, view: bytes, errors: list[Node]) -> list[tuple[int, int, str]]:
+        """Where a declaration begins with names the grammar cannot place
+        (`DEVICE_INLINE T shfl_xor(`, `HOSTDEVICE inline Scalar2 f(`, `[=] AMREX_GPU_DEVICE
+        (int i)`): the project's specifier macros, defined in some other header. Returns
+        every such occurrence of the names that sit on a line with a parse error, for a
+        view that leaves them out (the project decides what they expand to)."""
+        masked = mask_comments_and_strings(view)
+        types = {m.group(m.lastindex or 1) for m in DECLARED_TYPE.finditer(masked)}
+        found: list[tuple[int, int, bytes]] = []
+        for match in SPECIFIER_HEAD.finditer(masked):
+            base = match.start(1)
+            for word in WORD.finditer(match.group(1)):
+                found.append((base + word.start(), base + word.end(), word.group()))
+        found += [(m.start(1), m.end(1), m.group(1)) for m in LAMBDA_SPECIFIER.finditer(masked)]
+        found = [
+            (s, e, w)
+            for s, e, w in found
+            if w not in CPP_WORDS
+            and w not in types
+            and self.rules.lookup(w.decode()) is None
+            and not CUDA_SHAPE.fullmatch(w.decode())
+        ]
+        if not found:
+            return []
+        error_lines = {view.count(b"\n", 0, e.start_byte) for e in errors}
+        implicated = {
+            w
+            for s, e, w in found
+            if view.count(b"\n", 0, s) in error_lines
+            or any(err.start_byte <= s < err.end_byte for err in errors)
+        }
+        return [(s, e, w.decode()) for s, e, w in found if w in implicated]
 
     def _defined_in(self, data: bytes, spans: list[tuple[int, int]]) -> list[tuple[str, int]]:
         """Functions named like a CUDA API that the AMD branches blanked from the NVIDIA

@@ -624,3 +624,32 @@ def test_a_driver_api_bound_through_a_pointer_is_still_that_api(tmp_path):
         report = portcheck.scan(tmp_path, cache=False, front_end=front_end)
         loads = [(f.path, f.span.line) for f in report.findings if f.slug == "ptx-module-load"]
         assert loads == [("jit.cpp", 8)], front_end
+
+
+def test_specifier_macros_from_another_header_do_not_break_the_parse():
+    """`accelerator_inline Real real(void) const`, `LAT_DEVICE_ONLY vobj f(`: qualifiers the
+    project defines in another header. The file is parsed without them (no parse errors
+    left), and the project's definitions still decide that the functions are device code,
+    so the 32-lane split inside one is found."""
+    report = portcheck.scan(PROJECTS / "specifier_macros", cache=False)
+    errors = {f.path: f.parse_errors for f in report.files}
+    assert errors["src/lattice_vec.h"] == 0
+    assert ("src/lattice_vec.h", "warp-size-assumption", 25, False) in findings(report)
+
+
+def test_a_typedef_before_a_declaration_is_not_taken_for_a_macro(tmp_path):
+    """`Table table_ TF_GUARDED_BY(mu_);` after `typedef … Table;`: the run of names is a
+    type, a member and an annotation macro; leaving out `Table` would misread the member."""
+    from portcheck.filescan import FileScanner
+    from portcheck.parse.treesitter import parse_cuda, structure_captures
+    from portcheck.ruleset import default_rules
+
+    text = (
+        b"#include <cuda_runtime.h>\n"
+        b"class Queues {\n  typedef std::map<int, cudaStream_t> Table;\n"
+        b"  Table table_ TF_GUARDED_BY(mu_);\n};\n"
+        b"HOSTDEVICE inline float2 make_pair2(float a, float b) { return make_float2(a, b); }\n"
+    )
+    errors = structure_captures(parse_cuda(text).root_node).get("error", ())
+    hidden = FileScanner(default_rules())._specifier_macros(text, errors)
+    assert {name for _, _, name in hidden} == {"HOSTDEVICE"}
