@@ -252,9 +252,9 @@ class PreprocFacts(NamedTuple):
     constants: tuple[ConstantDef, ...]
     invocations: tuple[Invocation, ...] = ()
     # Names passed as the explicit width of a warp shuffle (`__shfl_xor_sync(m, v, o,
-    # WARP_SIZE)`, or a template parameter defaulting to one): a project that does so
-    # works in logical groups of that many lanes on purpose.
-    shuffle_widths: tuple[str, ...] = ()
+    # WARP_SIZE)`, or a template parameter defaulting to one), with the shuffle's offset:
+    # a project that does so works in logical groups of that many lanes on purpose.
+    shuffle_widths: tuple[tuple[str, int], ...] = ()
     # `if constexpr` branches, as conditional branches (portcheck.constexpr_if)
     constexpr_branches: tuple[Branch, ...] = ()
     # Names given a HIP type (`using __nv_bfloat16 = hip_bfloat16;`, `typedef __hip_fp8_e4m3
@@ -386,7 +386,7 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
         )
     branches.sort(key=lambda b: b.start_byte)
     invocations = tuple(_platform_invocations(masked)) if b"(" in masked else ()
-    widths = tuple(sorted(shuffle_width_names(masked))) if b"__shfl" in masked else ()
+    widths = tuple(shuffle_width_names(masked)) if b"__shfl" in masked else ()
     aliases = (
         tuple(
             sorted(
@@ -439,15 +439,16 @@ def top_level_arguments(text: bytes, start: int) -> list[bytes]:
     return arguments
 
 
-def shuffle_width_names(text: bytes) -> set[str]:
+def shuffle_width_names(text: bytes) -> list[tuple[str, int]]:
+    """(name, offset of the shuffle) for each shuffle given a name as its explicit width."""
     defaults = {m.group(1): m.group(2) for m in DEFAULTED_PARAMETER.finditer(text)}
-    names: set[str] = set()
+    names: list[tuple[str, int]] = []
     for match in SHUFFLE.finditer(text):
         arguments = top_level_arguments(text, match.end())
         position = 3 if match.group(1) else 2
         if len(arguments) > position and re.fullmatch(rb"[A-Za-z_]\w*", arguments[position]):
             name = arguments[position]
-            names.add(defaults.get(name, name).decode())
+            names.append((defaults.get(name, name).decode(), match.start()))
     return names
 
 

@@ -208,7 +208,8 @@ class ProjectFacts:
         self._platform_names: dict[str, bool] = {}
         self._options: dict[tuple[tuple[str, ...], str | None], str] = {}
         self._switched: dict[str, bool] = {}  # path -> any branch behind a build switch
-        self.shuffle_widths = {n for ff in self.files.values() for n in ff.facts.shuffle_widths}
+        self.shuffle_widths = {n for ff in self.files.values() for n, _ in ff.facts.shuffle_widths}
+        self._amd_widths: frozenset[str] | None = None
         self._builds_for_amd: bool | None = None
         self._mask_wrappers: dict[str, tuple[frozenset[int], bool]] | None = None
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
@@ -375,6 +376,10 @@ class ProjectFacts:
             enclosing[-1].test == f"!defined({definition.name})"
             and self._include_guard(path, enclosing[-1])
         )
+
+    def reached_for_amd(self, path: str, definition: Definition) -> bool:
+        """Does every AMD build reach this definition (each branch around it taken)?"""
+        return all(value == 1 for value in self._reached(path, definition.offset, True))
 
     def is_platform_macro(self, name: str) -> bool:
         """Does testing `name` tell an AMD build from an NVIDIA one?"""
@@ -569,20 +574,26 @@ class ProjectFacts:
             return self._mask_wrappers
         found: dict[str, tuple[frozenset[int], bool]] = {}
         for name, definitions in self._macro_defs.items():
-            if not any(d.function_like and "_sync" in d.body for _, d in definitions):
+            if not any("_sync" in d.body for _, d in definitions):
                 continue  # most macros: no *_sync call in any definition
             nvidia: set[int] = set()
             amd_masks: list[bool] = []
             for path, definition in definitions:
                 head = _parameters_and_body(definition)
-                if head is None:
+                if head is not None:
+                    parameters, body = head
+                    positions = {
+                        parameters.index(m.group(1))
+                        for m in MASK_ARGUMENT.finditer(body)
+                        if m.group(1) in parameters
+                    }
+                elif MASKED_INTRINSIC.fullmatch(definition.body.strip()):
+                    # `#define SHFL_DOWN __shfl_down_sync`: the call's first argument is
+                    # the intrinsic's mask (apex's welford.cu, whose ROCm arm is
+                    # `#define SHFL_DOWN(mask, val, i) __shfl_down(val, i)`)
+                    positions = {0}
+                else:
                     continue
-                parameters, body = head
-                positions = {
-                    parameters.index(m.group(1))
-                    for m in MASK_ARGUMENT.finditer(body)
-                    if m.group(1) in parameters
-                }
                 if 0 not in self._reached(path, definition.offset, False):
                     nvidia |= positions
                 if 0 not in self._reached(path, definition.offset, True):
@@ -889,15 +900,24 @@ class ProjectFacts:
         if not live:
             return None
         # A definition in the same file comes first; else every file's definitions, whose
-        # common value (if any) is the same for all files that use the name.
+        # common value (if any) is the same for all files that use the name. A file whose
+        # own definitions an AMD build never reaches (`constexpr int warp_size = 32;` in an
+        # `#ifndef USE_ROCM` namespace) means those, not another file's local of that name.
+        if path not in paths and any(p == path for p, _, _ in self._constants.get(name, ())):
+            return None
         chosen = paths.get(path, live)
         shared = path not in paths and len(chosen) > 1
         if shared and name in self._project_values:
-            return self._project_values[name]
+            value = self._project_values[name]
+            if value is not None:
+                self._decided_by[(name, path)] = (chosen[0][0], chosen[0][2])
+            return value
         values = {self.evaluate(expr, def_path, depth + 1) for def_path, expr, _ in chosen}
-        if len(chosen) == 1:
-            self._decided_by[(name, path)] = (chosen[0][0], chosen[0][2])
         value = values.pop() if len(values) == 1 else None
+        if len(chosen) == 1 or value is not None:
+            # several definitions that agree (a constant and the same enum in two structs):
+            # the first decides, and its uses are listed there
+            self._decided_by[(name, path)] = (chosen[0][0], chosen[0][2])
         if shared:
             self._project_values[name] = value
         return value
@@ -978,9 +998,25 @@ class ProjectFacts:
             return False
         if definition.name not in self.shuffle_widths:
             return False
+        if definition.name in self.amd_shuffle_widths():
+            return True
         if self._builds_for_amd is None:
             self._builds_for_amd = bool(self.amd_paths())
         return self._builds_for_amd and self.placement(path, definition.offset) is None
+
+    def amd_shuffle_widths(self) -> frozenset[str]:
+        """Names the project's AMD code passes as its shuffles' width (Transformer Engine's
+        `__shfl_xor(x, idx, THREADS_PER_WARP)` under `#ifdef __HIP_PLATFORM_AMD__`): the AMD
+        port keeps logical groups of that many lanes on purpose, so a 32 there is its
+        decision, not a width still to port."""
+        if self._amd_widths is None:
+            self._amd_widths = frozenset(
+                name
+                for path, ff in self.files.items()
+                for name, offset in ff.facts.shuffle_widths
+                if self.placement(path, offset) == "amd"
+            )
+        return self._amd_widths
 
     def definition_findings(self, lane_blind: Collection[str] = ()) -> list[Finding]:
         """One finding at each definition that fixes a warp width or a 32-lane mask: those
@@ -1016,6 +1052,7 @@ class ProjectFacts:
                 roots[(path, definition.offset)] = (slug, path, definition, own, [])
         specs = catalogue()
         found: list[Finding] = []
+        amd_widths = self.amd_shuffle_widths()
         for (path, offset), (slug, _, definition, value, uses) in sorted(roots.items()):
             spec = specs[slug]
             what = "the warp width" if slug == "warp-size-assumption" else "a full-warp lane mask"
@@ -1036,6 +1073,11 @@ class ProjectFacts:
             nvidia_only = bool(uses) and all(
                 self.placement(u.path, u.span.start_byte) == "nvidia" for u in uses
             )
+            if slug == "warp-size-assumption" and definition.name in amd_widths:
+                # the AMD code passes it as its shuffles' width (amd_shuffle_widths): the
+                # port kept the logical width on purpose, its AMD path is that code
+                used += "; the project's AMD code shuffles in groups of this width"
+                nvidia_only = True
             found.append(
                 Finding(
                     id=spec.id,
@@ -1077,6 +1119,11 @@ def _parameters_and_body(definition: Definition) -> tuple[list[str], str] | None
 MASK_ARGUMENT = re.compile(
     r"\b(?:__shfl(?:_xor|_up|_down)?_sync|__ballot_sync|__any_sync|__all_sync"
     r"|__match_\w+_sync|__reduce_\w+_sync)\s*\(\s*\(?\s*([A-Za-z_]\w*)\s*\)?\s*,"
+)
+# A *_sync intrinsic that takes a lane mask first, as a whole macro body (an alias).
+MASKED_INTRINSIC = re.compile(
+    r"__shfl(?:_xor|_up|_down)?_sync|__ballot_sync|__any_sync|__all_sync|__match_\w+_sync"
+    r"|__reduce_\w+_sync"
 )
 # Hazards whose cause is often one definition (`#define WARP_SIZE 32`), reported there too.
 DEFINITION_SLUGS = frozenset({"warp-size-assumption", "lane-mask-width"})

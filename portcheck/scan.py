@@ -47,6 +47,7 @@ from portcheck.options import (
     parse_targets,
 )
 from portcheck.paths import display_path
+from portcheck.preproc import MacroDef
 from portcheck.project import ProjectFacts
 from portcheck.python.section import python_section, with_missing_sources
 from portcheck.ruleset import RuleSet, default_rules
@@ -232,7 +233,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-25"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-26"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -609,7 +610,23 @@ def _renamed_for_hip(
             for name, offset in scan.api_definitions
             if facts.placement(scan.path, offset) == "amd"
         )
+        names.update(
+            macro.name
+            for macro in scan.preproc.macros
+            if macro.name in known and _redirects(macro) and facts.reached_for_amd(scan.path, macro)
+        )
     return frozenset(names), shims
+
+
+def _redirects(macro: MacroDef) -> bool:
+    """Does a definition of a CUDA name expand to something else than that name (MAGMA's
+    `#define cusparseCreateSolveAnalysisInfo(info) cusparseCreateCsrsm2Info(info)`, for CUDA
+    11 and HIP, where the API itself is gone)? Then a build that reaches it calls that."""
+    body = macro.body
+    if macro.function_like:
+        head = re.match(r"\([^)]*\)\s*(.*)", body, re.DOTALL)
+        body = head.group(1) if head else ""
+    return re.search(rf"\b{re.escape(macro.name)}\b", body) is None
 
 
 # Families whose names a project overloads for its own types (pytorch_scatter's

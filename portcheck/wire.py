@@ -369,7 +369,7 @@ PREPROC = Record(
         ("macros", MACRO_DEF.tuple),
         ("constants", CONSTANT_DEF.tuple),
         ("invocations", INVOCATION.tuple),
-        ("shuffle_widths", STR_TUPLE),
+        ("shuffle_widths", NAMED_OFFSETS),
         ("constexpr_branches", BRANCH.tuple),
         ("hip_aliases", STR_TUPLE),
     ],

@@ -166,7 +166,7 @@ def _explicit_width(text: bytes, match: re.Match[bytes]) -> bool:
 WARP_LEVEL = re.compile(
     rb"__shfl|__ballot|__any|__all|__activemask|__match_|__reduce_\w+_sync|__lane"
     rb"|\.shfl|\.ballot|\.any\s*\(|\.all\s*\(|\.match_|tiled_partition"
-    rb"|thread_block_tile|coalesced|wmma|\bmma|ldmatrix|laneid|\bvolatile\b|\basm\b"
+    rb"|thread_block_tile|coalesced|wmma|\bmma|ldmatrix|%laneid|\bvolatile\b|\basm\b"
     rb"|\bwarpSize\b"
 )
 # A split that leaves its function: a member initialised with it (mamba's
@@ -229,7 +229,7 @@ def _lane_blind(ctx: Context, offset: int) -> bool:
     fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
     if fn is None or LANE_WORD.search(fn.name) or _escapes(ctx, offset):
         return False
-    if _beside_amd_branch(ctx, offset):
+    if _beside_amd_branch(ctx, offset, fn):
         return False  # the project's AMD twin changes it: the project's word on it
     cuda_names = ctx.memo.get("cuda-names")
     if cuda_names is None:
@@ -265,6 +265,8 @@ def _lane_blind(ctx: Context, offset: int) -> bool:
             if name in parameters:
                 continue
             defined = by_name.get(name)
+            if not defined and _elementwise_macro(name):
+                continue
             if not defined or depth >= MAX_CALL_DEPTH:
                 result = False
                 break
@@ -337,17 +339,43 @@ def _widths_set_per_platform(ctx: Context) -> None:
                     )
 
 
-def _beside_amd_branch(ctx: Context, offset: int) -> bool:
+# A project macro called in device code (`MAGMA_Z_ABS(x)`, `MAX(a, b)`) whose name says
+# nothing of warps, lanes, shuffles or reductions: an elementwise helper.
+MACRO_CALLEE = re.compile(r"[A-Z_][A-Z0-9_]{2,}")
+COLLECTIVE_WORD = re.compile(
+    r"WARP|LANE|WAVE|SHFL|SHUFFLE|BALLOT|REDUC|SUM|VOTE|SYNC|ALL|ANY|SCAN|BROADCAST|MATCH"
+    r"|ATOMIC|COOP|TILE|GROUP"
+)
+
+
+def _elementwise_macro(name: str) -> bool:
+    return MACRO_CALLEE.fullmatch(name) is not None and COLLECTIVE_WORD.search(name) is None
+
+
+def _beside_amd_branch(ctx: Context, offset: int, fn: Any) -> bool:
     """Is `offset` in a branch of a conditional that tests for an AMD build (`#if
     defined(__HIP_PLATFORM_AMD__) && WAVE == 64 … #else tid % 32`)? The project wrote an
-    AMD alternative for it, so the split is the platform's, whatever the code around it."""
+    AMD alternative for it, so the split is the platform's, whatever the code around it.
+    Not a branch around the whole function `fn` (`#ifndef USE_ROCM` over a file's kernels):
+    its alternative is other code, and this function's arithmetic is judged on its own."""
     for branch in ctx.preproc.branches:
         if not branch.start_byte <= offset < branch.end_byte:
             continue
+        if branch.start_byte <= fn.start and fn.end <= branch.end_byte:
+            continue
         tests = [t for b in ctx.preproc.branches if b.group == branch.group for t in b.tests]
-        if any(is_amd_guard(n) or looks_like_amd_guard(n) for t in tests for n in names_in(t)):
+        if any(_selects_amd(t) for t in tests):
             return True
     return False
+
+
+def _selects_amd(test: str) -> bool:
+    """Does `test` pick out an AMD build? Not `__CUDA_ARCH__ >= 200 || defined(HIP)`, where
+    the AMD build only joins the others in the same code."""
+    return all(
+        any(is_amd_guard(n) or looks_like_amd_guard(n) for n in names_in(part))
+        for part in test.split("||")
+    )
 
 
 # A warp index from the hardware's width: `threadIdx.x / warpSize`.
