@@ -653,3 +653,39 @@ def test_a_typedef_before_a_declaration_is_not_taken_for_a_macro(tmp_path):
     errors = structure_captures(parse_cuda(text).root_node).get("error", ())
     hidden = FileScanner(default_rules())._specifier_macros(text, errors)
     assert {name for _, _, name in hidden} == {"HOSTDEVICE"}
+
+
+def test_a_device_pass_test_beside_the_amd_one_is_listed_with_its_alternative(tmp_path):
+    """Legion's half.h: `#ifdef __CUDA_ARCH__` … `#elif defined(__HIP_DEVICE_COMPILE__)`
+    … `#else` (host). The first test is NVIDIA's device pass and the project wrote AMD's
+    beside it: listed with amd_alternative, as the compute-capability gates are; when a
+    gate sits inside, the gate alone is listed."""
+    report = scan_source(
+        tmp_path,
+        "half_math.h",
+        "#include <cuda_fp16.h>\n#include <cmath>\n\n"
+        "__host__ __device__ inline __half tan(const __half &one) {\n"
+        "#ifdef __CUDA_ARCH__\n"
+        "  return __float2half(tanf(__half2float(one)));\n"
+        "#elif defined(__HIP_DEVICE_COMPILE__)\n"
+        "  return __float2half(tanf(__half2float(one)));\n"
+        "#else\n"
+        "  return __float2half(std::tan(__half2float(one)));\n"
+        "#endif\n}\n\n"
+        "__host__ __device__ inline __half exp(const __half &one) {\n"
+        "#ifdef __CUDA_ARCH__\n"
+        "#if __CUDA_ARCH__ >= 530\n"
+        "  return hexp(one);\n"
+        "#else\n"
+        "  return __float2half(expf(__half2float(one)));\n"
+        "#endif\n"
+        "#elif defined(__HIP_DEVICE_COMPILE__)\n"
+        "  return hexp(one);\n"
+        "#else\n"
+        "  return __float2half(std::exp(__half2float(one)));\n"
+        "#endif\n}\n",
+    )
+    arch = [
+        (f.span.line, f.amd_alternative) for f in report.findings if f.slug == "arch-conditional"
+    ]
+    assert arch == [(5, True), (16, True)]

@@ -11,7 +11,12 @@ from portcheck.model import Status, Use, Verdicts
 from portcheck.preproc import top_level_arguments
 
 # The FP8 value types (__nv_fp8_e4m3, __nv_fp8x2_e5m2, …); not __nv_fp8_storage_t (raw bits).
-FP8_TYPE = re.compile(r"__nv_fp8(?:x[24])?_e(?:4m3|5m2)")
+# The OCP FP8 types, the library data types that name them (`CUDA_R_8F_E4M3` in a cuBLASLt
+# matmul's layout), and the interpretations of the conversion intrinsics (`__NV_E4M3`)
+FP8_TYPE = re.compile(r"__nv_fp8(?:x[24])?_e(?:4m3|5m2)|CUDA_R_8F_E(?:4M3|5M2)|__NV_E(?:4M3|5M2)")
+# PyTorch's OCP FP8 types in an extension's kernels (`using FP8_TYPE = c10::Float8_e4m3fn;`);
+# ROCm builds for MI300 use `c10::Float8_e4m3fnuz` (and `Float8_e5m2fnuz`).
+TORCH_FP8_TYPE = re.compile(rb"\b(?:c10|at)::Float8_e(?:4m3fn|5m2)\b")
 MANAGED = frozenset(
     {
         "cudaMallocManaged",
@@ -115,12 +120,20 @@ def managed_memory(ctx: Context) -> None:
 
 @hazard("fp8-format")
 def fp8_format(ctx: Context) -> None:
+    message = (
+        "`{name}` is NVIDIA's (OCP) FP8; its HIP counterpart is FNUZ on MI300 "
+        "(gfx940-942) and OCP on gfx950/RDNA4"
+    )
     for use in ctx.uses_named(lambda u: FP8_TYPE.fullmatch(u.name) is not None):
+        ctx.report(use.span.start_byte, use.span.end_byte, message.format(name=use.name))
+    if b"Float8_e" not in ctx.data:
+        return
+    for match in TORCH_FP8_TYPE.finditer(ctx.masked):
         ctx.report(
-            use.span.start_byte,
-            use.span.end_byte,
-            f"`{use.name}` is NVIDIA's (OCP) FP8; its HIP counterpart is FNUZ on MI300 "
-            "(gfx940-942) and OCP on gfx950/RDNA4",
+            match.start(),
+            match.end(),
+            f"`{match.group().decode()}` is the OCP FP8 NVIDIA computes in; MI300 "
+            "(gfx940-942) computes in FNUZ (`c10::Float8_e4m3fnuz`), gfx950/RDNA4 in OCP",
         )
 
 

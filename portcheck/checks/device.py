@@ -7,7 +7,14 @@ from typing import Any
 
 from portcheck.checks import Context, hazard
 from portcheck.checks.syntax import text
-from portcheck.preproc import Branch, amd_takes_in_some_release, evaluate, unless_defined
+from portcheck.preproc import (
+    Branch,
+    amd_takes_in_some_release,
+    evaluate,
+    is_amd_guard,
+    names_in,
+    unless_defined,
+)
 
 COMPARE = r"\s*(?:[<>]=?|==|!=)\s*"
 OPERAND = r"(?:\d+|[A-Za-z_]\w*)"
@@ -121,8 +128,10 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
     AMD device pass compiles the other branch. Reported when that loses device code (no
     `#else`: mmcv's `reduceAdd` overloads exist in no AMD device pass) or swaps it for the
     host's (the `#else` of a branch reading `threadIdx`: cdpQuadtree's random seed becomes
-    `hash(0)` in every AMD thread). Not when a sibling branch is AMD's own
-    (`#elif defined(__HIP_DEVICE_COMPILE__)`) or the test lets AMD in."""
+    `hash(0)` in every AMD thread). A sibling branch that is AMD's own (`#elif
+    defined(__HIP_DEVICE_COMPILE__)`, Legion's half.h) is the project's AMD device pass:
+    the test is reported with amd_alternative, as the arch gates beside it are. Not when
+    the test lets AMD in."""
     groups: dict[int, list[Branch]] = {}
     for branch in ctx.preproc.branches:
         groups.setdefault(branch.group, []).append(branch)
@@ -130,11 +139,34 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
         test = branch.test or ""
         if not DEVICE_PASS_TEST.fullmatch(test.strip()):
             continue
-        siblings = [b for b in groups[branch.group] if b is not branch]
-        if any(b.test is not None and evaluate(b.test, amd) != 0 for b in siblings):
-            continue  # an AMD branch beside it (or one this file cannot rule out)
         if not _holds_code(ctx.masked, branch):
             continue  # only a `#pragma message` or `#warning`: nothing to lose
+        siblings = [b for b in groups[branch.group] if b is not branch]
+        amd_sibling = next(
+            (
+                b
+                for b in siblings
+                if b.test is not None
+                and evaluate(b.test, amd) != 0
+                and any(is_amd_guard(n) for n in names_in(b.test))
+            ),
+            None,
+        )
+        if amd_sibling is not None:
+            inner = ctx.masked.find(b"__CUDA_ARCH__", line_end(branch.start_byte), branch.end_byte)
+            if inner >= 0:
+                continue  # the compute-capability test inside is reported, with the same note
+            ctx.report(
+                branch.start_byte,
+                line_end(branch.start_byte),
+                f"`{branch.directive}` tests for NVIDIA's device pass, which hipcc does not "
+                f"define; the project's `{amd_sibling.directive}` beside it is the AMD one",
+                fix="Nothing to change while the AMD branch is kept in step with this one.",
+                amd_alternative=True,
+            )
+            continue
+        if any(b.test is not None and evaluate(b.test, amd) != 0 for b in siblings):
+            continue  # a branch beside it this file cannot rule out for AMD
         has_else = any(b.test is None for b in siblings)
         if has_else and not DEVICE_ONLY_WORDS.search(
             ctx.masked, branch.start_byte, branch.end_byte
