@@ -182,6 +182,8 @@ def _nesting(branches: tuple[Branch, ...]) -> list[int] | None:
 # sets them in its NVIDIA build as well: hoomd-blue turns `ENABLE_HIP` on for every GPU
 # build. HIP's toolchain macros (`__HIPCC__`) are left AMD's: `#if !defined(__HIPCC__)` is
 # as often an nvcc build's test as a host compiler's.
+# A build switch for an optional feature (`ENABLE_FP8`, `USE_FLASH_ATTN`, `WITH_NVSHMEM`)
+FEATURE_SWITCH = re.compile(r"(?:\w+_)?(?:ENABLE|USE|WITH|HAS|HAVE|BUILD)_[A-Z0-9_]+$")
 HIP_ON_NVIDIA = re.compile(r"(?:^|_)HIP_PLATFORM_(?:NVCC|NVIDIA)_?_?$")
 HIP_SWITCH = re.compile(r"(?:^|_)HIP_?_?$")
 
@@ -464,13 +466,16 @@ class ProjectFacts:
         if key in self._kinds:
             return self._kinds[key]
         if not self._may_tell_platforms(branch) or self._include_guard(path, branch):
-            self._kinds[key] = None  # `#ifdef _WIN32`, `#ifndef HELPER_H`: the same in both
-            return None
+            # `#ifdef _WIN32`, `#ifndef HELPER_H`: the same in both (unless its twin follows)
+            kind = "nvidia" if self._before_amd_twin(path, branch) else None
+            self._kinds[key] = kind
+            return kind
         in_amd = self._taken(branch, True)
         in_nv = self._taken(branch, False)
         kind = None
         if in_nv == 0 and in_amd != 0:
             kind = "amd"
+
         elif in_nv == 0 and in_amd == 0 and self._names_third_platform(branch):
             kind = "other"  # a SYCL or OpenCL branch: no CUDA build compiles it
         elif in_amd == 0 and (
@@ -483,6 +488,36 @@ class ProjectFacts:
             kind = "nvidia"
         self._kinds[key] = kind
         return kind
+
+    def _before_amd_twin(self, path: str, branch: Branch) -> bool:
+        """`#ifdef ENABLE_FP8` `CASE(TYPE_FP8_E4M3, __nv_fp8_e4m3);` `#endif` followed at once
+        by `#if USING_ROCM` `CASE(TYPE_FP8_E4M3, __hip_fp8_e4m3_fnuz);` `#endif` (rtp-llm, whose
+        Bazel config sets ENABLE_FP8 for CUDA builds only): a lone feature switch the
+        project never defines, directly before a lone AMD-only conditional, is that
+        conditional's NVIDIA twin."""
+        ff = self.files[path]
+        group = ff.groups.get(branch.group, ())
+        if len(group) != 1 or branch.prior or branch.test is None:
+            return False
+        names = names_in(branch.test)
+        if len(names) != 1:
+            return False
+        (name,) = names
+        if name in self._macro_defs or not FEATURE_SWITCH.match(name):
+            return False
+        following = next(
+            (
+                b
+                for b in ff.facts.branches
+                if b.start_line in (branch.end_line, branch.end_line + 1)
+                and b.start_byte > branch.start_byte
+                and b.group != branch.group
+            ),
+            None,
+        )
+        if following is None or len(ff.groups.get(following.group, ())) != 1:
+            return False
+        return self._taken(following, False) == 0 and self._taken(following, True) != 0
 
     @staticmethod
     def _names_third_platform(branch: Branch) -> bool:

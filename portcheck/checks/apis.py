@@ -17,6 +17,7 @@ FP8_TYPE = re.compile(r"__nv_fp8(?:x[24])?_e(?:4m3|5m2)|CUDA_R_8F_E(?:4M3|5M2)|_
 # PyTorch's OCP FP8 types in an extension's kernels (`using FP8_TYPE = c10::Float8_e4m3fn;`);
 # ROCm builds for MI300 use `c10::Float8_e4m3fnuz` (and `Float8_e5m2fnuz`).
 TORCH_FP8_TYPE = re.compile(rb"\b(?:c10|at)::Float8_e(?:4m3fn|5m2)\b")
+TORCH_FNUZ_TYPE = re.compile(rb"\b(?:c10|at)::Float8_e(?:4m3|5m2)fnuz\b")
 MANAGED = frozenset(
     {
         "cudaMallocManaged",
@@ -126,16 +127,30 @@ def fp8_format(ctx: Context) -> None:
     )
     for use in ctx.uses_named(lambda u: FP8_TYPE.fullmatch(u.name) is not None):
         ctx.report(use.span.start_byte, use.span.end_byte, message.format(name=use.name))
-    if b"Float8_e" not in ctx.data or b"fnuz" in ctx.masked:
-        return  # no PyTorch FP8 here, or the file handles the FNUZ types as well (FBGEMM's
-        # `load(const at::Float8_e4m3fnuz*)` beside `load(const at::Float8_e4m3fn*)`)
+    if b"Float8_e" not in ctx.data:
+        return
+    # The FNUZ types in the same code (FBGEMM's `load(const at::Float8_e4m3fnuz*)` beside
+    # `load(const at::Float8_e4m3fn*)`) handle MI300 already; in another branch of an `#if`
+    # (`#ifdef USE_ROCM` … `Float8_e4m3fnuz` `#else` … `Float8_e4m3fn`) they are the AMD path.
+    fnuz_at = {_innermost_branch(ctx, m.start()) for m in TORCH_FNUZ_TYPE.finditer(ctx.masked)}
     for match in TORCH_FP8_TYPE.finditer(ctx.masked):
+        if _innermost_branch(ctx, match.start()) in fnuz_at:
+            continue
         ctx.report(
             match.start(),
             match.end(),
             f"`{match.group().decode()}` is the OCP FP8 NVIDIA computes in; MI300 "
             "(gfx940-942) computes in FNUZ (`c10::Float8_e4m3fnuz`), gfx950/RDNA4 in OCP",
         )
+
+
+def _innermost_branch(ctx: Context, offset: int) -> int:
+    """The start of the innermost conditional branch around `offset` (-1: none)."""
+    found = -1
+    for branch in ctx.preproc.branches if ctx.preproc is not None else ():
+        if branch.start_byte <= offset < branch.end_byte:
+            found = max(found, branch.start_byte)
+    return found
 
 
 @hazard("texture-reference")
