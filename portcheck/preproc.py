@@ -902,7 +902,12 @@ THIRD_PLATFORM = re.compile(r"(?:^|_)(?:SYCL|ONEAPI|OPENCL|DPCPP)_?_?$")
 
 
 def looks_like_third_platform_guard(name: str) -> bool:
-    return THIRD_PLATFORM.search(name) is not None
+    return THIRD_PLATFORM.search(name) is not None or name in IDE_ONLY
+
+
+# Defined only by an IDE's code model, never by a build (DeepEP's `#ifdef __CLION_IDE__`
+# stubs): no vendor's compiler takes such a branch.
+IDE_ONLY = frozenset({"__CLION_IDE__", "__JETBRAINS_IDE__", "__INTELLISENSE__", "__RESHARPER__"})
 
 
 # The wavefront width of an AMD build: hip-clang's `__AMDGCN_WAVEFRONT_SIZE` or the width a

@@ -24,6 +24,7 @@ from portcheck.model import AmdPath, Finding, Span
 from portcheck.preproc import (
     AMD_TOOLKIT_MACROS,
     DEFINED,
+    IDE_ONLY,
     NVIDIA_ONLY,
     NVIDIA_TOOLKIT_MACROS,
     UNDEFINED,
@@ -297,6 +298,8 @@ class ProjectFacts:
         )
 
     def _macro(self, name: str, amd: bool) -> object:
+        if name in IDE_ONLY:
+            return UNDEFINED  # an IDE's code model, no build
         if self._shared_hip(name):
             return 1  # the build switch is on for either vendor's GPU build
         if is_amd_guard(name):
@@ -555,6 +558,7 @@ class ProjectFacts:
             known = self._platform_tests[key] = any(
                 is_amd_guard(n)
                 or n in NVIDIA_ONLY
+                or n in IDE_ONLY
                 or n in NVIDIA_TOOLKIT_MACROS
                 or n in AMD_TOOLKIT_MACROS
                 or n in self._macro_defs

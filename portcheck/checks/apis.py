@@ -13,11 +13,15 @@ from portcheck.preproc import top_level_arguments
 # The FP8 value types (__nv_fp8_e4m3, __nv_fp8x2_e5m2, …); not __nv_fp8_storage_t (raw bits).
 # The OCP FP8 types, the library data types that name them (`CUDA_R_8F_E4M3` in a cuBLASLt
 # matmul's layout), and the interpretations of the conversion intrinsics (`__NV_E4M3`)
-FP8_TYPE = re.compile(r"__nv_fp8(?:x[24])?_e(?:4m3|5m2)|CUDA_R_8F_E(?:4M3|5M2)|__NV_E(?:4M3|5M2)")
+FP8_TYPE = re.compile(
+    r"__nv_fp8(?:x[24])?_(?:e4m3|e5m2|storage_t)|CUDA_R_8F_E(?:4M3|5M2)|__NV_E(?:4M3|5M2)"
+)
 # PyTorch's OCP FP8 types in an extension's kernels (`using FP8_TYPE = c10::Float8_e4m3fn;`);
 # ROCm builds for MI300 use `c10::Float8_e4m3fnuz` (and `Float8_e5m2fnuz`).
-TORCH_FP8_TYPE = re.compile(rb"\b(?:c10|at)::Float8_e(?:4m3fn|5m2)\b")
-TORCH_FNUZ_TYPE = re.compile(rb"\b(?:c10|at)::Float8_e(?:4m3|5m2)fnuz\b")
+TORCH_FP8_TYPE = re.compile(
+    rb"\b(?:(?:c10|at)::(?:ScalarType::)?|(?:torch|at|c10)::k)Float8_e(?:4m3fn|5m2)\b"
+)
+TORCH_FNUZ_TYPE = re.compile(rb"\b(?:c10|at|torch)::(?:ScalarType::|k)?Float8_e(?:4m3|5m2)fnuz\b")
 MANAGED = frozenset(
     {
         "cudaMallocManaged",

@@ -112,15 +112,25 @@ DEVICE_ONLY_WORDS = re.compile(
 
 
 def _holds_code(masked: bytes, branch: Branch) -> bool:
-    """Is there anything but preprocessor lines in the branch (after its own directive)?"""
+    """Is there code in the branch (after its own directive)? Directives that only talk to
+    the builder (`#pragma message`, `#warning`, `#error`) and nested conditionals' own lines
+    are not; a `#define` is (hpx's `HPX_COMPUTE_DEVICE_CODE`, which the rest of the project
+    reads to know it is compiling device code)."""
     start = masked.find(b"\n", branch.start_byte)
     if start < 0:
         return False
     for line in masked[start + 1 : branch.end_byte].splitlines():
         stripped = line.strip()
-        if stripped and not stripped.startswith(b"#"):
+        if not stripped:
+            continue
+        if not stripped.startswith(b"#"):
+            return True
+        if DEFINING_DIRECTIVE.match(stripped):
             return True
     return False
+
+
+DEFINING_DIRECTIVE = re.compile(rb"#\s*(?:define|undef|include)\b")
 
 
 def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
