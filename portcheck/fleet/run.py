@@ -201,7 +201,10 @@ def _client(options: FleetOptions) -> Iterator[tuple[Any, int, bool]]:
             processes=True,
             dashboard_address=":0",  # any free port: 8787 may be another cluster's
             memory_limit=0,
-            silence_logs=logging.ERROR,
+            # A worker still heartbeating while Ctrl-C closes the scheduler logs the closed
+            # stream at ERROR with a traceback: tasks' own failures come back through their
+            # futures, so the workers' log is not the user's.
+            silence_logs=logging.CRITICAL,
         )
     finally:
         signal.signal(signal.SIGINT, previous)
