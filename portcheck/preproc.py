@@ -944,17 +944,29 @@ def unless_defined(name: str, amd: bool) -> object:
     return None
 
 
-def branch_condition_value(branch: Branch, env: Environment) -> Value:
-    """Whether `branch` is taken: every prior test false and its own test (if any) true."""
+def branch_condition_value(
+    branch: Branch, env: Environment, priors: tuple[Value] | None = None
+) -> Value:
+    """Whether `branch` is taken: every prior test false and its own test (if any) true.
+    `priors`: (the value of "every prior test false",) when the caller knows it already."""
     result: Value = 1
-    for test in branch.prior:
-        value = evaluate(test, env)
-        result = _apply("&&", result, None if value is None else int(not value))
-        if result == 0:
-            return 0
+    if priors is not None:
+        result = priors[0]
+    else:
+        for test in branch.prior:
+            result = and_not(result, evaluate(test, env))
+            if result == 0:
+                return 0
+    if result == 0:
+        return 0
     if branch.test is not None:
         result = _apply("&&", result, evaluate(branch.test, env))
     return result
+
+
+def and_not(result: Value, value: Value) -> Value:
+    """`result && !value` in the three-valued logic (None: unknown)."""
+    return _apply("&&", result, None if value is None else int(not value))
 
 
 _BLANK_ALL = bytes(b if b == 0x0A else 0x20 for b in range(256))

@@ -18,7 +18,7 @@ import bisect
 import re
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from portcheck.model import AmdPath, Finding, Span
 from portcheck.preproc import (
@@ -34,6 +34,7 @@ from portcheck.preproc import (
     MacroDef,
     PreprocFacts,
     amd_takes_in_some_release,
+    and_not,
     branch_condition_value,
     evaluate,
     is_amd_guard,
@@ -205,6 +206,10 @@ class ProjectFacts:
         self._kinds: dict[tuple[str, int], str | None] = {}
         self._platform_tests: dict[tuple[tuple[str, ...], str | None], bool] = {}
         self._taken_cache: dict[tuple[tuple[str, ...], str | None, bool], int | None] = {}
+        self._priors_cache: dict[tuple[tuple[str, ...], object], int | None] = {}
+        self._test_names: dict[str, set[str]] = {}
+        self._telling_tests: dict[str, bool] = {}
+        self._build_switches: dict[str, bool] = {}
         self._marked: dict[str, list[tuple[int, int, str]]] = {}
         self._depth = 0
         self._selectors: dict[str, tuple[frozenset[int], frozenset[int]] | None] = {}
@@ -365,8 +370,36 @@ class ProjectFacts:
         `#ifdef __CUDA_ARCH__` recurs in hundreds of files)."""
         key = (branch.prior, branch.test, amd)
         if key not in self._taken_cache:
-            self._taken_cache[key] = branch_condition_value(branch, self._envs[amd])
+            priors = (self._priors_false(branch.prior, amd),) if len(branch.prior) > 8 else None
+            self._taken_cache[key] = branch_condition_value(branch, self._envs[amd], priors)
         return self._taken_cache[key]
+
+    def _priors_false(self, prior: tuple[str, ...], amd: bool) -> int | None:
+        """Every test of `prior` false in one build (see _priors_value)."""
+        return self._priors_value(prior, amd, self._envs[amd])
+
+    def _priors_value(self, prior: tuple[str, ...], tag: object, env: Any) -> int | None:
+        """Every test of `prior` false under `env` (named by `tag`), from the value the
+        branch before it in its `#elif` chain had (its prior is this one without the last
+        test): a chain thousands long (generated dispatch code) costs linear time, not
+        quadratic. Only the branches' own prior tuples are kept as keys."""
+        cache = self._priors_cache
+        key = (prior, tag)
+        if key in cache:
+            return cache[key]
+        value: int | None = 1
+        previous = (prior[:-1], tag)
+        if previous in cache:
+            value = cache[previous]
+            if value != 0:
+                value = and_not(value, evaluate(prior[-1], env))
+        else:
+            for test in prior:
+                value = and_not(value, evaluate(test, env))
+                if value == 0:
+                    break
+        cache[key] = value
+        return value
 
     def _reached(self, path: str, offset: int, amd: bool) -> list[int | None]:
         """Per branch around `offset` (outermost first), is it taken in that build?"""
@@ -554,8 +587,14 @@ class ProjectFacts:
         key = (branch.prior, branch.test)
         known = self._platform_tests.get(key)
         if known is None:
-            tests = branch.tests
-            known = self._platform_tests[key] = any(
+            known = self._platform_tests[key] = any(map(self._tells_platforms, branch.tests))
+        return known
+
+    def _tells_platforms(self, test: str) -> bool:
+        """_may_tell_platforms for one test, once per test (an `#elif` chain repeats them)."""
+        known = self._telling_tests.get(test)
+        if known is None:
+            known = self._telling_tests[test] = any(
                 is_amd_guard(n)
                 or n in NVIDIA_ONLY
                 or n in IDE_ONLY
@@ -564,8 +603,7 @@ class ProjectFacts:
                 or n in self._macro_defs
                 or looks_like_amd_guard(n)
                 or looks_like_nvidia_guard(n)
-                for t in tests
-                for n in names_in(t)
+                for n in self._names_of(test)
             )
         return known
 
@@ -771,35 +809,54 @@ class ProjectFacts:
         """The build switch a branch is taken only with: a macro it tests that the
         project never defines and that says nothing about the platform; "" if none. The
         branch must be left out of a default NVIDIA build (every such switch undefined)
-        and taken once the switch is defined."""
+        and taken once the switch is defined. The switches its own test names are tried
+        first; a long `#elif` chain of switches costs quadratic time at most."""
         key = (branch.prior, branch.test)
         known = self._options.get(key)
         if known is not None:
             return known
-        tests = branch.tests
-        switches = sorted({n for t in tests for n in names_in(t) if self._is_build_switch(n)})
+        in_priors = {n for t in branch.prior for n in self._names_of(t)}
+        own = self._names_of(branch.test) if branch.test is not None else set()
+        switches = {n for n in in_priors | own if self._is_build_switch(n)}
         found = ""
         if switches:
 
             def default(name: str) -> object:
-                return UNDEFINED if name in switches else self.macro(name, False)
+                return UNDEFINED if self._is_build_switch(name) else self.macro(name, False)
 
-            if branch_condition_value(branch, default) == 0:
-                for switch in switches:
+            # every name the tests read is in `switches` exactly when it is a build switch,
+            # so `default` is the same for every branch and its priors' value is shared
+            priors_default = self._priors_value(branch.prior, "no-switch", default)
+            if branch_condition_value(branch, default, (priors_default,)) == 0:
+                ordered = sorted(switches & own) + sorted(switches - own)
+                for switch in ordered:
 
                     def enabled(name: str, on: str = switch) -> object:
                         return 1 if name == on else default(name)
 
-                    if branch_condition_value(branch, enabled) != 0:
+                    shared = None if switch in in_priors else (priors_default,)
+                    if branch_condition_value(branch, enabled, shared) != 0:
                         found = switch
                         break
         self._options[key] = found
         return found
 
+    def _names_of(self, test: str) -> set[str]:
+        names = self._test_names.get(test)
+        if names is None:
+            names = self._test_names[test] = names_in(test)
+        return names
+
     def _is_build_switch(self, name: str) -> bool:
         """A macro only the build can define (`-DGGML_USE_NCCL`): not defined in the
         project, not reserved to the compiler (`__CUDACC__`, `_WIN32`), not the toolkit's,
         and not one that picks the platform or turns the CUDA code itself on."""
+        known = self._build_switches.get(name)
+        if known is None:
+            known = self._build_switches[name] = self._decide_build_switch(name)
+        return known
+
+    def _decide_build_switch(self, name: str) -> bool:
         return not (
             name.startswith("_")
             or name in OPERATING_SYSTEMS

@@ -294,7 +294,19 @@ def _widths_set_per_platform(ctx: Context) -> None:
     masked = ctx.masked
 
     def tests_any(branch: Any, looks: Any) -> bool:
-        return branch.test is not None and any(looks(n) for t in branch.tests for n in names_in(t))
+        """Does one of the branch's tests (its own or an earlier branch's of its
+        conditional) name such a guard? Per conditional, in order: linear in a long `#elif`
+        chain."""
+        if branch.test is None:
+            return False
+        key = (id(looks), branch.group)
+        seen = named.get(key, (0, False))
+        found = seen[1] or any(looks(n) for t in branch.prior[seen[0] :] for n in names_in(t))
+        found = found or any(looks(n) for n in names_in(branch.test))
+        named[key] = (len(branch.prior), found or seen[1])
+        return found
+
+    named: dict[tuple[int, int], tuple[int, bool]] = {}
 
     def assigned(branch: Any, value: bytes) -> dict[bytes, int]:
         body = masked[branch.start_byte : branch.end_byte]
