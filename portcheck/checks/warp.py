@@ -281,6 +281,8 @@ def _lane_blind(ctx: Context, offset: int) -> bool:
 
 # `max_vector_length = 32;` / `int kWidth = 32;` / `constexpr int lanes{32};`
 WIDTH_ASSIGNMENT = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:=|\{|\()\s*(32|64)\s*[;})]")
+WIDTH_RETURN = re.compile(rb"\breturn\s+(32|64)\s*;")
+RETURNED = b"\x00return"  # assigned()'s key for a `return 32;`
 
 
 def _widths_set_per_platform(ctx: Context) -> None:
@@ -309,12 +311,24 @@ def _widths_set_per_platform(ctx: Context) -> None:
     named: dict[tuple[int, int], tuple[int, bool]] = {}
 
     def assigned(branch: Any, value: bytes) -> dict[bytes, int]:
+        """name -> offset of `name = 32;` (`value`) in the branch; `return 32;` under the
+        key RETURNED (tilelang's `default_warp_size()`: `return 64;` for AMD, else 32)."""
         body = masked[branch.start_byte : branch.end_byte]
-        return {
+        found = {
             m.group(1): branch.start_byte + m.start(2)
             for m in WIDTH_ASSIGNMENT.finditer(body)
             if m.group(2) == value
         }
+        for m in WIDTH_RETURN.finditer(body):
+            if m.group(1) == value:
+                found.setdefault(RETURNED, branch.start_byte + m.start(1))
+        return found
+
+    def amd_else(branch: Any) -> bool:
+        """The `#else` of a conditional that tests for AMD: the other platforms' code."""
+        return branch.test is None and any(
+            is_amd_guard(n) or looks_like_amd_guard(n) for t in branch.prior for n in names_in(t)
+        )
 
     def adjacent(first: Any, second: Any) -> bool:
         """Only blank lines and `#endif`s between the two branches."""
@@ -332,23 +346,33 @@ def _widths_set_per_platform(ctx: Context) -> None:
         return
     sixty_four = {id(b): assigned(b, b"64") for b in amd}
     for nvidia in ctx.preproc.branches:
-        if not tests_any(nvidia, looks_like_nvidia_guard) or any(b is nvidia for b in amd):
+        if any(b is nvidia for b in amd):
+            continue
+        named_nvidia = tests_any(nvidia, looks_like_nvidia_guard)
+        if not (named_nvidia or amd_else(nvidia)):
             continue
         thirty_two = assigned(nvidia, b"32")
+        if not named_nvidia:
+            # the `#else` of an AMD test: only a returned width (an assignment there is
+            # read by the definition checks, and `f(32)` there is any call)
+            thirty_two = {k: v for k, v in thirty_two.items() if k == RETURNED}
         if not thirty_two:
             continue
         for twin in amd:
-            if twin.group != nvidia.group and not adjacent(nvidia, twin):
+            same = twin.group == nvidia.group
+            if not same and not adjacent(nvidia, twin):
                 continue
             for name, at in thirty_two.items():
-                if name in sixty_four[id(twin)]:
-                    ctx.report(
-                        at,
-                        at + 2,
-                        f"`{name.decode()} = 32` in the NVIDIA branch; the project's AMD branch "
-                        "sets it to 64: a warp width",
-                        amd_alternative=True,  # that branch is the project's AMD path
-                    )
+                if name not in sixty_four[id(twin)] or (name == RETURNED and not same):
+                    continue  # a return pairs only within one conditional (one function)
+                what = "`return 32`" if name == RETURNED else f"`{name.decode()} = 32`"
+                ctx.report(
+                    at,
+                    at + 2,
+                    f"{what} in the NVIDIA branch; the project's AMD branch "
+                    f"{'returns' if name == RETURNED else 'sets it to'} 64: a warp width",
+                    amd_alternative=True,  # that branch is the project's AMD path
+                )
 
 
 # A project macro called in device code (`MAGMA_Z_ABS(x)`, `MAX(a, b)`) whose name says
