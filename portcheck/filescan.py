@@ -221,7 +221,7 @@ class FileScanner:
                     view = blanked(data, spans)
         hidden: list[tuple[int, str]] = []  # specifier macros left out of the parsed view
         if result.parse_errors:
-            occurrences = self._specifier_macros(view, captures.get("error", []))
+            occurrences = self._specifier_macros(view, captures.get("error", []), index)
             if occurrences:
                 view_root = parse_cuda(blanked(view, [(s, e) for s, e, _ in occurrences])).root_node
                 view_captures = structure_captures(view_root)
@@ -287,7 +287,9 @@ class FileScanner:
 
     # -- the front end chosen per file ------------------------------------------------
 
-    def _specifier_macros(self, view: bytes, errors: list[Node]) -> list[tuple[int, int, str]]:
+    def _specifier_macros(
+        self, view: bytes, errors: list[Node], index: LineIndex
+    ) -> list[tuple[int, int, str]]:
         """Where a declaration begins with names the grammar cannot place
         (`DEVICE_INLINE T shfl_xor(`, `HOSTDEVICE inline Scalar2 f(`, `[=] AMREX_GPU_DEVICE
         (int i)`): the project's specifier macros, defined in some other header. Returns
@@ -311,12 +313,15 @@ class FileScanner:
         ]
         if not found:
             return []
-        error_lines = {view.count(b"\n", 0, e.start_byte) for e in errors}
+        error_lines = {e.start_point[0] for e in errors}
+
+        def line(offset: int) -> int:  # 0-based, as tree-sitter's rows (the view's offsets
+            return bisect.bisect_right(index.starts, offset) - 1  # are the text's)
+
         implicated = {
             w
             for s, e, w in found
-            if view.count(b"\n", 0, s) in error_lines
-            or any(err.start_byte <= s < err.end_byte for err in errors)
+            if line(s) in error_lines or any(err.start_byte <= s < err.end_byte for err in errors)
         }
         return [(s, e, w.decode()) for s, e, w in found if w in implicated]
 

@@ -541,17 +541,11 @@ class ProjectFacts:
         (name,) = names
         if name in self._macro_defs or not FEATURE_SWITCH.match(name):
             return False
-        following = next(
-            (
-                b
-                for b in ff.facts.branches
-                if b.start_line in (branch.end_line, branch.end_line + 1)
-                and b.start_byte > branch.start_byte
-                and b.group != branch.group
-            ),
-            None,
-        )
-        if following is None or len(ff.groups.get(following.group, ())) != 1:
+        at = bisect.bisect_left(ff.starts, branch.end_byte)
+        following = ff.facts.branches[at] if at < len(ff.starts) else None
+        if following is None or following.start_line not in (branch.end_line, branch.end_line + 1):
+            return False
+        if len(ff.groups.get(following.group, ())) != 1:
             return False
         return self._taken(following, False) == 0 and self._taken(following, True) != 0
 
@@ -656,7 +650,7 @@ class ProjectFacts:
             nvidia: set[int] = set()
             amd_masks: list[bool] = []
             for path, definition in definitions:
-                head = _parameters_and_body(definition)
+                head = parameters_and_body(definition)
                 if head is not None:
                     parameters, body = head
                     positions = {
@@ -717,7 +711,7 @@ class ProjectFacts:
                 reached = self._reached(path, definition.offset, amd)
                 if 0 in reached:
                     continue
-                head = _parameters_and_body(definition)
+                head = parameters_and_body(definition)
                 if head is None:
                     continue
                 parameters, body = head
@@ -1201,7 +1195,7 @@ class ProjectFacts:
         return found
 
 
-def _parameters_and_body(definition: Definition) -> tuple[list[str], str] | None:
+def parameters_and_body(definition: Definition) -> tuple[list[str], str] | None:
     """A function-like macro's parameter names and its body (None for an object-like one)."""
     if not isinstance(definition, MacroDef) or not definition.function_like:
         return None

@@ -48,7 +48,7 @@ from portcheck.options import (
 )
 from portcheck.paths import display_path
 from portcheck.preproc import MacroDef
-from portcheck.project import ProjectFacts
+from portcheck.project import ProjectFacts, parameters_and_body
 from portcheck.python.section import python_section, with_missing_sources
 from portcheck.ruleset import RuleSet, default_rules
 from portcheck.runner import (
@@ -622,10 +622,8 @@ def _redirects(macro: MacroDef) -> bool:
     """Does a definition of a CUDA name expand to something else than that name (MAGMA's
     `#define cusparseCreateSolveAnalysisInfo(info) cusparseCreateCsrsm2Info(info)`, for CUDA
     11 and HIP, where the API itself is gone)? Then a build that reaches it calls that."""
-    body = macro.body
-    if macro.function_like:
-        head = re.match(r"\([^)]*\)\s*(.*)", body, re.DOTALL)
-        body = head.group(1) if head else ""
+    head = parameters_and_body(macro)
+    body = macro.body if not macro.function_like else head[1] if head else ""
     return re.search(rf"\b{re.escape(macro.name)}\b", body) is None
 
 

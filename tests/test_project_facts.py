@@ -641,6 +641,7 @@ def test_a_typedef_before_a_declaration_is_not_taken_for_a_macro(tmp_path):
     """`Table table_ TF_GUARDED_BY(mu_);` after `typedef … Table;`: the run of names is a
     type, a member and an annotation macro; leaving out `Table` would misread the member."""
     from portcheck.filescan import FileScanner
+    from portcheck.parse.text import LineIndex
     from portcheck.parse.treesitter import parse_cuda, structure_captures
     from portcheck.ruleset import default_rules
 
@@ -651,7 +652,7 @@ def test_a_typedef_before_a_declaration_is_not_taken_for_a_macro(tmp_path):
         b"HOSTDEVICE inline float2 make_pair2(float a, float b) { return make_float2(a, b); }\n"
     )
     errors = structure_captures(parse_cuda(text).root_node).get("error", ())
-    hidden = FileScanner(default_rules())._specifier_macros(text, errors)
+    hidden = FileScanner(default_rules())._specifier_macros(text, errors, LineIndex(text))
     assert {name for _, _, name in hidden} == {"HOSTDEVICE"}
 
 

@@ -151,7 +151,7 @@ def fp8_format(ctx: Context) -> None:
 def _innermost_branch(ctx: Context, offset: int) -> int:
     """The start of the innermost conditional branch around `offset` (-1: none)."""
     found = -1
-    for branch in ctx.preproc.branches if ctx.preproc is not None else ():
+    for branch in ctx.preproc.branches:
         if branch.start_byte <= offset < branch.end_byte:
             found = max(found, branch.start_byte)
     return found

@@ -152,14 +152,10 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
         if not _holds_code(ctx.masked, branch):
             continue  # only a `#pragma message` or `#warning`: nothing to lose
         siblings = [b for b in groups[branch.group] if b is not branch]
+        # the other branches an AMD build may take (or this file cannot rule out)
+        open_to_amd = [b for b in siblings if b.test is not None and evaluate(b.test, amd) != 0]
         amd_sibling = next(
-            (
-                b
-                for b in siblings
-                if b.test is not None
-                and evaluate(b.test, amd) != 0
-                and any(is_amd_guard(n) for n in names_in(b.test))
-            ),
+            (b for b in open_to_amd if any(is_amd_guard(n) for n in names_in(b.test or ""))),
             None,
         )
         if amd_sibling is not None:
@@ -175,7 +171,7 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
                 amd_alternative=True,
             )
             continue
-        if any(b.test is not None and evaluate(b.test, amd) != 0 for b in siblings):
+        if open_to_amd:
             continue  # a branch beside it this file cannot rule out for AMD
         has_else = any(b.test is None for b in siblings)
         if has_else and not DEVICE_ONLY_WORDS.search(
