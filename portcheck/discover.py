@@ -86,13 +86,23 @@ CUDA_MARKERS: tuple[tuple[re.Pattern[bytes], bool], ...] = (
 )
 
 
+# A conditional that tests for an AMD build (`#ifdef USE_ROCM`, `#if defined(__HIPCC__)`,
+# `#ifdef AER_THRUST_ROCM`): the file holds a platform split, and its other branches are the
+# NVIDIA code a port had to change, even when they spell no CUDA name (`#define _WS 32`,
+# `typedef unsigned int bitmask_t;`).
+AMD_TEST = re.compile(
+    rb"^[ \t]*#[ \t]*(?:if|ifdef|ifndef|elif)\b[^\n]*?(?<![A-Za-z0-9])_*(?:HIP|ROCM)", re.MULTILINE
+)
+
+
 def looks_like_cuda(data: bytes) -> bool:
+    """Does the file use CUDA, or split on an AMD build (AMD_TEST)?"""
     for pattern, needs_boundary in CUDA_MARKERS:
         for match in pattern.finditer(data):
             before = data[match.start() - 1 : match.start()]
             if not needs_boundary or not (before.isalnum() or before == b"_"):
                 return True
-    return False
+    return AMD_TEST.search(data) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -875,9 +875,12 @@ def looks_like_amd_guard(name: str) -> bool:
 # 0) in an AMD build. One an AMD build sets too (a test for AMD nested inside it) is
 # ProjectFacts' business.
 # A switch named after a library only NVIDIA has (kineto's `HAS_CUPTI`, `USE_CUDNN`,
-# `HYPRE_USING_CUSPARSE`: ROCm's counterparts go by other names) is read the same way.
+# `HYPRE_USING_CUSPARSE`: ROCm's counterparts go by other names) is read the same way, and so
+# is one named after an NVIDIA-only tool (Aluminum's `AL_HAS_NVPROF`, `USE_NVTX`: ROCm
+# profiles through roctx, and its SHMEM and SMI libraries have other names).
 NVIDIA_NAME = re.compile(
-    r"(?:^|_)(?:CUDA|CUPTI|CUDNN|CUBLAS|CUBLASLT|CUSPARSE|CUSOLVER|CUFFT|CURAND|CUTLASS)_?_?$"
+    r"(?:^|_)(?:CUDA|CUPTI|CUDNN|CUBLAS|CUBLASLT|CUSPARSE|CUSOLVER|CUFFT|CURAND|CUTLASS"
+    r"|NVPROF|NVTX|NVSHMEM|NVML)_?_?$"
     r"|(?:^|_)PLATFORM_(?:NVCC|NVIDIA)_?_?$"
 )
 

@@ -1108,6 +1108,40 @@ class ProjectFacts:
             )
         return self._amd_widths
 
+    def _wider_amd_twin(
+        self, path: str, definition: Definition, definitions: list[Definition]
+    ) -> tuple[str, str, Definition, int] | None:
+        """(slug, path, definition, value) when `definition` is NVIDIA-only code that fixes
+        32 lanes and the same file's AMD code defines the same name 64 wide (`#define
+        DEFAULT_WIDTH 32` in the `#else` of `#ifdef MAGMA_HAVE_HIP`, whose branch says 64;
+        `#define _WS warpSize`; `0xffffffff` against `0xffffffffffffffff`): the project's
+        own port says what the name is. A bare 64 needs a name that says width."""
+        own = _own_value(definition)
+        if own == 32:
+            slug, wide = "warp-size-assumption", 64
+        elif own == 0xFFFFFFFF:
+            slug, wide = "lane-mask-width", 0xFFFFFFFFFFFFFFFF
+        else:
+            return None
+        if self.placement(path, definition.offset) != "nvidia":
+            return None
+        for other in definitions:
+            if other.name != definition.name or other.offset == definition.offset:
+                continue
+            body = other.body if isinstance(other, MacroDef) else other.expr
+            hardware = slug == "warp-size-assumption" and HARDWARE_WIDTH.fullmatch(body.strip())
+            if not hardware and _own_value(other) != wide:
+                continue
+            if (
+                not hardware
+                and slug == "warp-size-assumption"
+                and TWIN_WIDTH_NAME.search(definition.name) is None
+            ):
+                continue  # 32 and 64 tuned per platform (a tile, a block): not a width
+            if self.placement(path, other.offset) == "amd":
+                return slug, path, definition, own
+        return None
+
     def definition_findings(self, lane_blind: Collection[str] = ()) -> list[Finding]:
         """One finding at each definition that fixes a warp width or a 32-lane mask: those
         that answered a check's question, and those whose name says what they are
@@ -1123,6 +1157,10 @@ class ProjectFacts:
                 if (path, definition.offset) in roots:
                     continue
                 if isinstance(definition, MacroDef) and definition.function_like:
+                    continue
+                twin = self._wider_amd_twin(path, definition, definitions)
+                if twin is not None:
+                    roots[(path, definition.offset)] = (*twin, [])
                     continue
                 lowered = definition.name.lower()  # both patterns need one of these words
                 if "warp" not in lowered and "mask" not in lowered:
@@ -1193,6 +1231,21 @@ class ProjectFacts:
                 )
             )
         return found
+
+
+def _own_value(definition: Definition) -> object:
+    """The definition's value from its own text (no other name resolved)."""
+    if isinstance(definition, MacroDef):
+        if definition.function_like:
+            return None
+        return evaluate(definition.body, lambda name: None, in_if=False)
+    return evaluate(definition.expr, lambda name: None, in_if=False)
+
+
+# Names a per-platform 32/64 pair may carry to be read as a lane width (not a tile size).
+TWIN_WIDTH_NAME = re.compile(r"(?i)warp|wave|lane|width|simd|sub_?group")
+# An AMD definition that is the hardware's width whatever its name (`#define _WS warpSize`).
+HARDWARE_WIDTH = re.compile(r"\(?\s*(?:warpSize|\w*WAVEFRONT_SIZE(?:__)?)\s*\)?")
 
 
 def parameters_and_body(definition: Definition) -> tuple[list[str], str] | None:

@@ -233,7 +233,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-29"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-30"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -341,7 +341,13 @@ def _assemble(
             if found is not None:
                 answers.setdefault(file_scan.path, []).append(found)
     lane_blind = set().union(*(s.lane_blind_names for s in scans)) if scans else set()
+    by_path = {s.path: s for s in scans}
     for finding in facts.definition_findings(lane_blind):
+        own = by_path.get(finding.path)
+        if own is not None and any(
+            f.slug == finding.slug and f.span.line == finding.span.line for f in own.findings
+        ):
+            continue  # the file's check said it there already (a width set per platform)
         answers.setdefault(finding.path, []).append(finding)
     # A copy of a CUDA library in the tree is one item (use ROCm's counterpart), reported
     # once; its own uses and findings are the library's, not the project's work.

@@ -542,6 +542,7 @@ def cmd_run(truth: dict, src: Path, args) -> int:
 # Label patterns whose finding is right once it carries amd_alternative: true.
 AMD_MARK_PATTERNS = {
     "project-macro-in-disjunctive-guard",
+    "nvidia-switch-unrecognised",
     "missed-amd-path",
     "amd-alternative-missed-amd-arch-macro-sibling",
     "arch-compare-nested-in-nvidia-only-branch",

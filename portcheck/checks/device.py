@@ -12,9 +12,11 @@ from portcheck.preproc import (
     amd_takes_in_some_release,
     evaluate,
     is_amd_guard,
+    looks_like_amd_guard,
     names_in,
     unless_defined,
 )
+from portcheck.preproc import branch_condition_value as evaluate_branch
 
 COMPARE = r"\s*(?:[<>]=?|==|!=)\s*"
 OPERAND = r"(?:\d+|[A-Za-z_]\w*)"
@@ -104,6 +106,43 @@ def arch_conditional(ctx: Context) -> None:
 
 
 DEVICE_PASS_TEST = re.compile(r"defined\s*\(?\s*__CUDA_ARCH__\s*\)?")
+_DEFINED_ARCH = r"defined\s*\(?\s*__CUDA_ARCH__\s*\)?"
+NOT_DEVICE_PASS = re.compile(rf"!\s*(?:{_DEFINED_ARCH}|\(\s*{_DEFINED_ARCH}\s*\))")
+
+
+def _device_pass_part(test: str) -> bool:
+    """Is `test` NVIDIA's device or host pass, negated or in a conjunction with switches
+    (`!defined(__CUDA_ARCH__)`, `defined(USE_CUDA) && defined(__CUDA_ARCH__)`)?"""
+    if "__CUDA_ARCH__" not in test or "||" in test:
+        return False
+    parts = [p.strip() for p in test.split("&&")]
+    return any(
+        DEVICE_PASS_TEST.fullmatch(p) is not None or NOT_DEVICE_PASS.fullmatch(p) is not None
+        for p in parts
+    )
+
+
+def _nvidia_twin_around(ctx: Context, branch: Branch, amd: Any) -> str | None:
+    """The directive of an AMD branch beside a conditional branch around `branch` that no
+    AMD build takes (`#if H2_HAS_CUDA` … `#elif H2_HAS_ROCM`), or None."""
+    for outer in ctx.preproc.branches:
+        if outer.group == branch.group or not (
+            outer.start_byte < branch.start_byte < outer.end_byte
+        ):
+            continue
+        if evaluate_branch(outer, amd) != 0:
+            continue
+        for twin in ctx.preproc.branches:
+            if (
+                twin.group == outer.group
+                and twin is not outer
+                and twin.test is not None
+                and any(is_amd_guard(n) or looks_like_amd_guard(n) for n in names_in(twin.test))
+            ):
+                return twin.directive
+    return None
+
+
 # What only device code reads: a branch that holds them runs on the GPU.
 DEVICE_ONLY_WORDS = re.compile(
     rb"\b(?:threadIdx|blockIdx|blockDim|gridDim|warpSize|__syncthreads|__syncwarp"
@@ -147,8 +186,9 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
         groups.setdefault(branch.group, []).append(branch)
     for branch in ctx.preproc.branches:
         test = branch.test or ""
-        if not DEVICE_PASS_TEST.fullmatch(test.strip()):
-            continue
+        plain = DEVICE_PASS_TEST.fullmatch(test.strip()) is not None
+        if not plain and (not _device_pass_part(test) or ARCH_COMPARISON.search(test)):
+            continue  # a compute-capability comparison is reported as such
         if not _holds_code(ctx.masked, branch):
             continue  # only a `#pragma message` or `#warning`: nothing to lose
         siblings = [b for b in groups[branch.group] if b is not branch]
@@ -158,6 +198,24 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
             (b for b in open_to_amd if any(is_amd_guard(n) for n in names_in(b.test or ""))),
             None,
         )
+        if not plain:
+            # `#ifndef __CUDA_ARCH__`, `defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)`:
+            # reported only where the project's AMD path is in sight, beside it (Kokkos'
+            # `#elif defined(KOKKOS_ENABLE_HIP) && defined(__HIP_DEVICE_COMPILE__)`) or around
+            # it (DiHydrogen's `#if H2_HAS_CUDA … #elif H2_HAS_ROCM`).
+            outer = _nvidia_twin_around(ctx, branch, amd)
+            if amd_sibling is None and outer is None:
+                continue
+            beside = amd_sibling.directive if amd_sibling is not None else outer
+            ctx.report(
+                branch.start_byte,
+                line_end(branch.start_byte),
+                f"`{branch.directive}` tests for NVIDIA's device pass, which hipcc does not "
+                f"define; the project's `{beside}` is the AMD path",
+                fix="Nothing to change while the AMD branch is kept in step with this one.",
+                amd_alternative=True,
+            )
+            continue
         if amd_sibling is not None:
             inner = ctx.masked.find(b"__CUDA_ARCH__", line_end(branch.start_byte), branch.end_byte)
             if inner >= 0:

@@ -15,12 +15,14 @@ from portcheck.checks.syntax import (
 from portcheck.model import Severity, Status, Verdicts
 from portcheck.preproc import (
     SHUFFLE,
+    branch_condition_value,
     evaluate,
     is_amd_guard,
     looks_like_amd_guard,
     looks_like_nvidia_guard,
     names_in,
     top_level_arguments,
+    unless_defined,
 )
 from portcheck.project import LANE_MASK_NAME, WARP_WIDTH_NAME
 
@@ -55,6 +57,11 @@ MASK_PRODUCERS = frozenset(
     {"__ballot_sync", "__ballot", "__activemask", "__match_any_sync", "__match_all_sync"}
 )
 NARROW_TYPES = re.compile(r"^(?:unsigned(?:\s+int)?|int|uint32_t|uint|unsigned\s+long|int32_t)$")
+MASK_TYPE_WORD = re.compile(rb"(?i)mask|ballot|lane|warp|wave|bits")
+WIDE_TYPES = re.compile(
+    r"^(?:(?:unsigned\s+)?long\s+long(?:\s+int)?|u?int64_t|std::u?int64_t|unsigned\s+__int64"
+    r"|lane_mask_t)$"
+)
 # A 32-bit all-ones mask as projects write it (spaces removed): 0xffffffff, ~0u, 4294967295,
 # -1 (the mask parameter is a 32-bit unsigned on CUDA), uint32_t(-1), (unsigned)-1,
 # static_cast<unsigned int>(-1), ~uint32_t(0), UINT32_MAX.
@@ -281,7 +288,7 @@ def _lane_blind(ctx: Context, offset: int) -> bool:
 
 # `max_vector_length = 32;` / `int kWidth = 32;` / `constexpr int lanes{32};`
 WIDTH_ASSIGNMENT = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:=|\{|\()\s*(32|64)\s*[;})]")
-WIDTH_RETURN = re.compile(rb"\breturn\s+(32|64)\s*;")
+NUMBER_RETURN = re.compile(rb"\breturn\s+\(?\s*(\d+)\s*\)?\s*;")
 RETURNED = b"\x00return"  # assigned()'s key for a `return 32;`
 
 
@@ -319,9 +326,11 @@ def _widths_set_per_platform(ctx: Context) -> None:
             for m in WIDTH_ASSIGNMENT.finditer(body)
             if m.group(2) == value
         }
-        for m in WIDTH_RETURN.finditer(body):
-            if m.group(1) == value:
-                found.setdefault(RETURNED, branch.start_byte + m.start(1))
+        returns = list(NUMBER_RETURN.finditer(body))
+        if returns and all(m.group(1) == value for m in returns):
+            # one width per platform, not a ladder of thread counts (MAGMA's geqr2 tuning
+            # returns 32 … 512 in both branches)
+            found.setdefault(RETURNED, branch.start_byte + returns[0].start(1))
         return found
 
     def amd_else(branch: Any) -> bool:
@@ -403,6 +412,28 @@ def _beside_amd_branch(ctx: Context, offset: int, fn: Any) -> bool:
         if any(_selects_amd(t) for t in tests):
             return True
     return False
+
+
+def _in_nvidia_twin(ctx: Context, offset: int) -> bool:
+    """Is `offset`, inside a function, in a branch no AMD build takes of a conditional that
+    has an AMD branch (the `#else` of `#ifdef __HIP_PLATFORM_AMD__` within a device
+    function)?"""
+    fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
+    if fn is None:
+        return False
+    for branch in ctx.preproc.branches:
+        if not branch.start_byte <= offset < branch.end_byte:
+            continue
+        if branch.start_byte <= fn.start and fn.end <= branch.end_byte:
+            continue
+        tests = [t for b in ctx.preproc.branches if b.group == branch.group for t in b.tests]
+        if any(_selects_amd(t) for t in tests) and branch_condition_value(branch, _amd_build) == 0:
+            return True
+    return False
+
+
+def _amd_build(name: str) -> object:
+    return unless_defined(name, True)
 
 
 def _selects_amd(test: str) -> bool:
@@ -774,6 +805,74 @@ def _mask_through_macro(ctx: Context, call: Any, name: str) -> None:
             )
 
 
+def _mask_through_function(ctx: Context, call: Any, name: str) -> None:
+    """`GpuShuffleSync(0xffffffff, v, 0)`: a 32-bit full mask handed to a function of this
+    file that passes that parameter to a *_sync intrinsic as its mask. Marked
+    `amd_alternative` when that intrinsic sits in the NVIDIA branch beside the function's
+    own AMD path (which drops the mask)."""
+    wrappers = ctx.memo.get("mask-functions")
+    if wrappers is None:
+        wrappers = ctx.memo["mask-functions"] = _mask_functions(ctx)
+    found = wrappers.get(name)
+    if found is None:
+        return
+    position, ported = found
+    args = call_arguments(call)
+    if position >= len(args) or not FULL_MASK_32.match("".join(text(args[position]).split())):
+        return
+    arg = args[position]
+    ctx.report(
+        arg.start_byte,
+        arg.end_byte,
+        f"`{text(arg)}` passed to {name} is the lane mask of a *_sync intrinsic inside it: a "
+        "32-lane mask; wave64 needs 64 bits"
+        + ("; the function's AMD branch drops it" if ported else ""),
+        fix="Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`).",
+        amd_alternative=ported,
+    )
+
+
+def _mask_functions(ctx: Context) -> dict[str, tuple[int, bool]]:
+    """Functions of this file that pass their i-th parameter to a *_sync intrinsic as its
+    mask: name -> (i, whether that intrinsic is in an NVIDIA branch beside an AMD one)."""
+    found: dict[str, tuple[int, bool]] = {}
+    for call in ctx.device_nodes("call"):
+        if call_name(call) not in SYNC_INTRINSICS:
+            continue
+        args = call_arguments(call)
+        if not args or args[0].type != "identifier":
+            continue
+        node = call.parent
+        while node is not None and node.type != "function_definition":
+            node = node.parent
+        declarator = node.child_by_field_name("declarator") if node is not None else None
+        while declarator is not None and declarator.type != "function_declarator":
+            declarator = declarator.child_by_field_name("declarator")
+        if declarator is None:
+            continue
+        function = declarator.child_by_field_name("declarator")
+        parameters = declarator.child_by_field_name("parameters")
+        if function is None or parameters is None:
+            continue
+        names = [_parameter_name(p) for p in parameters.named_children]
+        mask = text(args[0])
+        if mask in names:
+            fname = text(function).split("::")[-1].strip()
+            found.setdefault(fname, (names.index(mask), _in_nvidia_twin(ctx, call.start_byte)))
+    return found
+
+
+def _parameter_name(parameter: Any) -> str:
+    """The name a parameter declaration introduces (`unsigned mask = 0xffffffff` -> mask)."""
+    node = parameter.child_by_field_name("declarator")
+    while node is not None and node.type not in ("identifier",):
+        inner = node.child_by_field_name("declarator")
+        if inner is None:
+            return text(node) if node.type == "identifier" else ""
+        node = inner
+    return text(node) if node is not None else ""
+
+
 def _coalesced_ballot(ctx: Context, call: Any) -> bool:
     """`active.ballot(p)` on a cooperative-groups `coalesced_group` (`cg::coalesced_group
     active = cg::coalesced_threads();`): as many lanes as the wavefront, so a 64-bit mask
@@ -804,24 +903,54 @@ MASK_TYPE_ALIAS = re.compile(
 
 def _narrow_mask_types(ctx: Context) -> None:
     """A type the project names for lane masks (pytorch_scatter's `warp_mask_t`) declared
-    32 bits wide: every mask held in it drops lanes 32-63 of a wave64 ballot or shuffle."""
-    if re.search(rb"(?i)mask", ctx.data) is None:
+    32 bits wide: every mask held in it drops lanes 32-63 of a wave64 ballot or shuffle.
+    So is one, whatever its name, that the project's AMD branch declares 64 bits wide
+    (apex's `typedef unsigned int bitmask_t;` for ballot words, `uint64_t` under
+    `#ifdef __HIP_PLATFORM_AMD__`)."""
+    has_mask_word = re.search(rb"(?i)mask", ctx.data) is not None
+    if not has_mask_word and not ctx.preproc.branches:
         return
     masked = ctx.masked
-    for match in MASK_TYPE_ALIAS.finditer(masked):
-        if match.group(1) is not None:
-            name, kind, at = match.group(1), match.group(2), match.start(1)
-        else:
-            name, kind, at = match.group(4), match.group(3), match.start(4)
+    aliases = [
+        (m.group(1), m.group(2), m.start(1))
+        if m.group(1) is not None
+        else (m.group(4), m.group(3), m.start(4))
+        for m in MASK_TYPE_ALIAS.finditer(masked)
+    ]
+    wide_twins = {
+        (name, at)
+        for name, kind, at in aliases
+        if WIDE_TYPES.match(" ".join(kind.decode(errors="replace").split())) and _amd_takes(ctx, at)
+    }
+    for name, kind, at in aliases:
         declared = " ".join(kind.decode(errors="replace").split())
-        if LANE_MASK_NAME.search(name.decode(errors="replace")) and NARROW_TYPES.match(declared):
-            ctx.report(
-                at,
-                at + len(name),
-                f"`{name.decode()}` is a 32-bit lane-mask type (`{declared}`); wave64 ballots "
-                "and shuffle masks are 64 bits",
-                fix="Declare it `unsigned long long` (or `uint64_t`).",
-            )
+        if not NARROW_TYPES.match(declared):
+            continue
+        named = has_mask_word and LANE_MASK_NAME.search(name.decode(errors="replace"))
+        twinned = any(n == name for n, _ in wide_twins) and not _amd_takes(ctx, at)
+        if not named and not (twinned and MASK_TYPE_WORD.search(name)):
+            continue  # an index type widened for AMD (`int` against `int64_t`) is no mask
+        ctx.report(
+            at,
+            at + len(name),
+            f"`{name.decode()}` is a 32-bit lane-mask type (`{declared}`); wave64 ballots "
+            "and shuffle masks are 64 bits",
+            fix="Declare it `unsigned long long` (or `uint64_t`).",
+        )
+
+
+def _amd_takes(ctx: Context, offset: int) -> bool:
+    """Is `offset` in a branch only an AMD build takes (by the file's own tests)?"""
+    return any(
+        branch.start_byte <= offset < branch.end_byte
+        and branch_condition_value(branch, _nvidia_build) == 0
+        and branch_condition_value(branch, _amd_build) != 0
+        for branch in ctx.preproc.branches
+    )
+
+
+def _nvidia_build(name: str) -> object:
+    return unless_defined(name, False)
 
 
 @hazard("lane-mask-width")
@@ -835,6 +964,8 @@ def lane_mask_width(ctx: Context) -> None:
         if name not in SYNC_INTRINSICS:
             if name is not None and MACRO_NAME.fullmatch(name):
                 _mask_through_macro(ctx, call, name)
+            elif name:
+                _mask_through_function(ctx, call, name)
             continue
         args = call_arguments(call)
         if not args:
@@ -864,6 +995,18 @@ def lane_mask_width(ctx: Context) -> None:
                 f"`{text(args[0])}` passed to {name} is declared `{declared.type}` (32 bits); "
                 "HIP's *_sync intrinsics take a 64-bit mask and wave64 needs 64 lanes",
                 fix="Declare the mask `unsigned long long` (all ones: `~0ull`).",
+            )
+        elif ctx.value(args[0]) is None and _in_nvidia_twin(ctx, call.start_byte):
+            # `__shfl_sync(mask, v, lane)` in the `#else` of the function's `#ifdef
+            # MAGMA_HAVE_HIP`, whose AMD twin shuffles without a mask: whatever `mask` holds,
+            # this is CUDA's 32-bit mask API where the project wrote an AMD path (a constant
+            # defined per platform would otherwise be read with the AMD build's value).
+            ctx.report(
+                args[0].start_byte,
+                args[0].end_byte,
+                f"`{text(args[0])}` passed to {name} is CUDA's 32-bit lane mask; the project's "
+                "AMD branch beside it replaces this call",
+                fix=fix,
             )
         else:
             _report_if(
