@@ -102,7 +102,7 @@ def looks_like_cuda(data: bytes) -> bool:
             before = data[match.start() - 1 : match.start()]
             if not needs_boundary or not (before.isalnum() or before == b"_"):
                 return True
-    return AMD_TEST.search(data) is not None
+    return (b"HIP" in data or b"ROCM" in data) and AMD_TEST.search(data) is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple
@@ -1153,12 +1154,17 @@ class ProjectFacts:
         roots = dict(self.roots)
         for path, ff in self.files.items():
             definitions: list[Definition] = [*ff.facts.macros, *ff.facts.constants]
+            twice = {n for n, k in Counter(d.name for d in definitions).items() if k > 1}
             for definition in definitions:
                 if (path, definition.offset) in roots:
                     continue
                 if isinstance(definition, MacroDef) and definition.function_like:
                     continue
-                twin = self._wider_amd_twin(path, definition, definitions)
+                twin = (
+                    self._wider_amd_twin(path, definition, definitions)
+                    if definition.name in twice
+                    else None
+                )
                 if twin is not None:
                     roots[(path, definition.offset)] = (*twin, [])
                     continue

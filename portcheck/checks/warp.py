@@ -908,7 +908,10 @@ def _narrow_mask_types(ctx: Context) -> None:
     (apex's `typedef unsigned int bitmask_t;` for ballot words, `uint64_t` under
     `#ifdef __HIP_PLATFORM_AMD__`)."""
     has_mask_word = re.search(rb"(?i)mask", ctx.data) is not None
-    if not has_mask_word and not ctx.preproc.branches:
+    could_twin = bool(ctx.preproc.branches) and any(
+        word in ctx.data for word in (b"HIP", b"ROCM", b"AMD")
+    )
+    if not has_mask_word and not could_twin:
         return
     masked = ctx.masked
     aliases = [
