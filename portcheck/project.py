@@ -103,6 +103,9 @@ class Pending(NamedTuple):
     # reported when the macro passes that parameter to a *_sync intrinsic as its mask.
     wrapper: str = ""
     wrapper_arg: int = -1
+    # A call, in NVIDIA-only code beside the project's AMD branch, of a project function
+    # `ptx_callee`: reported when that function holds inline PTX (ProjectFacts.ptx_functions).
+    ptx_callee: str = ""
 
 
 @dataclass
@@ -221,6 +224,9 @@ class ProjectFacts:
         self._amd_widths: frozenset[str] | None = None
         self._builds_for_amd: bool | None = None
         self._mask_wrappers: dict[str, tuple[frozenset[int], bool]] | None = None
+        # The project's functions whose bodies hold inline PTX (set by the scan, from the
+        # files' inline-ptx findings): a wrapper such as `ldmatrix_m8n8x4` in another header.
+        self.ptx_functions: dict[str, frozenset[str]] = {}
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
         self._amd_too: frozenset[str] | None = None  # _cuda_switches_on_amd
         self._hip_everywhere: bool | None = None  # _hip_on_nvidia
@@ -1033,6 +1039,12 @@ class ProjectFacts:
         finding = pending.finding
         if pending.device_macros and not set(pending.device_macros) & self.device_macros:
             return None
+        if pending.ptx_callee:
+            defined = self.ptx_functions.get(pending.ptx_callee, frozenset())
+            if not defined - {finding.path}:
+                return None  # not a PTX wrapper, or one of this file (its `asm` is listed)
+            if self.placement(finding.path, finding.span.start_byte) != "nvidia":
+                return None  # not a call the AMD branch beside it replaces
         if pending.wrapper:
             positions, amd_drops = self.mask_wrappers().get(pending.wrapper, (frozenset(), False))
             if pending.wrapper_arg not in positions:

@@ -233,7 +233,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-30"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-31"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -335,6 +335,7 @@ def _assemble(
     # Questions a file's checks left for the project (a constant defined elsewhere), then
     # the definitions that answered them, reported where a port changes them.
     answers: dict[str, list[Finding]] = {}
+    facts.ptx_functions = _ptx_functions(scans)
     for file_scan in scans:
         for pending in file_scan.pending:
             found = facts.answer(pending)
@@ -776,6 +777,25 @@ def _nvidia_only_functions(
             if fn.name in only and not fn.is_kernel:
                 ranges.setdefault(scan.path, []).append((fn.start, fn.end))
     return ranges
+
+
+def _ptx_functions(scans: Sequence[FileScan]) -> dict[str, frozenset[str]]:
+    """The project's functions whose bodies hold inline PTX, and those that call one of
+    them directly (flashinfer's member `ldmatrix_m8n8x4`, which calls `mma::ldmatrix_m8n8x4`
+    and its `asm`), by name (as calls are matched): name -> the files defining it."""
+    found: dict[str, set[str]] = {}
+    for scan in scans:
+        for f in scan.findings:
+            if f.slug == "inline-ptx" and f.function:
+                found.setdefault(f.function.rsplit("::", 1)[-1], set()).add(scan.path)
+    if not found:
+        return {}
+    direct = set(found)
+    for scan in scans:
+        for fn in scan.functions:
+            if not fn.is_kernel and fn.calls & direct:
+                found.setdefault(fn.name.rsplit("::", 1)[-1], set()).add(scan.path)
+    return {name: frozenset(paths) for name, paths in found.items()}
 
 
 def _within(ranges: list[tuple[int, int]], offset: int) -> bool:

@@ -387,6 +387,7 @@ PENDING = Record(
         ("if_unknown", BOOL),
         ("wrapper", STR),
         ("wrapper_arg", INT),
+        ("ptx_callee", STR),
     ],
 )
 REPORT_TARGET = Record(

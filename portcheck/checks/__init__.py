@@ -174,6 +174,7 @@ class Context:
         if_unknown: bool = False,
         wrapper: tuple[str, int] | None = None,
         amd_alternative: bool = False,
+        ptx_callee: str = "",
     ) -> None:
         """Report the current check's hazard (or the catalogue's `slug`) at start..end.
 
@@ -185,14 +186,15 @@ class Context:
         `if_unknown=True`: report it too when the project cannot evaluate `expr`;
         `wrapper=(macro, i)`: only if the project's `macro` passes its i-th parameter to a
         *_sync intrinsic as the lane mask (ProjectFacts.mask_wrappers);
-        `amd_alternative=True`: the check itself saw the project's AMD path for this code."""
+        `amd_alternative=True`: the check itself saw the project's AMD path for this code;
+        `ptx_callee=name`: only if the project's function `name` holds inline PTX."""
         spec = catalogue()[slug] if slug is not None else self._current
         assert spec is not None, "report() called outside a registered check"
         span = self.span(start, end)
         macros: tuple[str, ...] = ()
         if spec.slug in DEVICE_CODE_CHECKS and not self.in_device(start):
             macros = self.device_macros_at(start)
-        conditional = bool(macros) or when is not None or wrapper is not None
+        conditional = bool(macros) or when is not None or wrapper is not None or bool(ptx_callee)
         if once_per_line:
             key = (spec.slug, span.line)
             if key in self._seen:
@@ -220,7 +222,17 @@ class Context:
         name, position = wrapper if wrapper is not None else ("", -1)
         self.pending.append(
             Pending(
-                finding, expr, values, negate, macros, fold, directive, if_unknown, name, position
+                finding,
+                expr,
+                values,
+                negate,
+                macros,
+                fold,
+                directive,
+                if_unknown,
+                name,
+                position,
+                ptx_callee,
             )
         )
 

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from portcheck.checks import Context, hazard
-from portcheck.checks.syntax import text
+from portcheck.checks.syntax import call_name, text
 from portcheck.preproc import (
     Branch,
     amd_takes_in_some_release,
@@ -31,6 +31,61 @@ def inline_ptx(ctx: Context) -> None:
             use.span.end_byte,
             "inline PTX assembly in device code cannot be compiled for AMD GPUs",
         )
+    if ctx.root is None or not ctx.preproc.branches:
+        return
+    # `ldmatrix_m8n8x4(offset, frag)` in the NVIDIA branch beside the project's AMD one,
+    # the PTX in another header's wrapper: the call is where the port changed the code.
+    for call in ctx.device_nodes("call"):
+        name = call_name(call)
+        if not name or not PROJECT_CALLEE.fullmatch(name) or ctx.lookup is None:
+            continue
+        if ctx.lookup(name) is not None or not _in_branch_within_function(ctx, call.start_byte):
+            continue  # whether the branch is NVIDIA-only beside an AMD one: the project's call
+        function = call.child_by_field_name("function")
+        qualifier = text(function).rpartition("::")[0].strip() if function is not None else ""
+        if qualifier.split("::")[0].strip() in LIBRARY_NAMESPACES:
+            continue  # `cg::reduce(tile, …)`: the library's, whatever the project names `reduce`
+        end = function.end_byte if function is not None else call.end_byte
+        ctx.report(
+            call.start_byte,
+            end,
+            f"`{name}` runs inline PTX; the project's AMD branch beside this call replaces it",
+            fix="Nothing to change while the AMD branch is kept in step with this one.",
+            amd_alternative=True,
+            ptx_callee=name,
+        )
+
+
+PROJECT_CALLEE = re.compile(r"[A-Za-z_]\w*")
+# Namespaces of the toolkit's and the standard libraries (and their usual aliases): a call
+# qualified with one is not the project's function of the same name.
+LIBRARY_NAMESPACES = frozenset(
+    {
+        "cg",
+        "cooperative_groups",
+        "cub",
+        "thrust",
+        "nvcuda",
+        "wmma",
+        "cuda",
+        "std",
+        "cute",
+        "cutlass",
+        "at",
+        "c10",
+        "torch",
+        "__gnu_cxx",
+    }
+)
+
+
+def _in_branch_within_function(ctx: Context, offset: int) -> bool:
+    """Is `offset` in a conditional branch that lies inside the function around it?"""
+    fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
+    return fn is not None and any(
+        b.start_byte <= offset < b.end_byte and fn.start < b.start_byte
+        for b in ctx.preproc.branches
+    )
 
 
 @hazard("arch-conditional")

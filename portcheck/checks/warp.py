@@ -12,7 +12,6 @@ from portcheck.checks.syntax import (
     descendants,
     text,
 )
-from portcheck.model import Severity, Status, Verdicts
 from portcheck.preproc import (
     SHUFFLE,
     branch_condition_value,
@@ -77,7 +76,6 @@ ALL_ONES_32 = 0xFFFFFFFF
 
 # A cooperative-groups tile and its width (`tiled_partition<32>`, `thread_block_tile<WARP>`).
 TILE = re.compile(rb"(?:tiled_partition|thread_block_tile)\s*<\s*([^<>;{}]{1,80}?)\s*>")
-PARTIAL_ON_HIP = Verdicts(Status.PARTIAL, Status.SUPPORTED, Status.PARTIAL)
 
 
 def _grouping(ctx: Context, offset: int) -> str | None:
@@ -503,22 +501,19 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
             return  # every shuffle here names its 32-lane width: the groups are deliberate
         if _adapts_to_warp_width(ctx, text(node), start):
             return  # 32 is the data's row width; groups per warp are derived from the lanes
-        as_tiles: dict[str, Any] = {
-            "message": f"{kw.get('message', '')}; consistent with the cooperative-groups tiles "
-            "of 32 used here, so correct on wave64, but each tile fills half a CDNA wavefront",
-            "targets": PARTIAL_ON_HIP,
-            "severity": Severity.LOW,  # a performance note: the code is right on wave64
-        }
+        # In cooperative-groups tiles of 32 (`tiled_partition<32>`) a lane or tile index
+        # computed with 32 is right on wave64: each tile fills half a CDNA wavefront, a
+        # performance matter, not a port's. Not reported (the whole-tree sample of DeepSpeed
+        # read such notes as false alarms: nothing to change).
         if grouping == "tile":
-            kw.update(as_tiles)
-        elif grouping is not None and grouping.startswith("tile:"):
+            return
+        if grouping is not None and grouping.startswith("tile:"):
             tile = grouping[len("tile:") :]
-            if isinstance(value, int):  # which note it is waits for the tile's width
-                ctx.report(start, end, when=(tile, (32,), False), fold=False, **{**kw, **as_tiles})
+            if isinstance(value, int):  # whether it is one waits for the tile's width
                 ctx.report(start, end, when=(tile, (32,), True), if_unknown=True, fold=False, **kw)
                 return
             if value.replace(" ", "") == tile.replace(" ", ""):
-                kw.update(as_tiles)  # `lane % WARP_SIZE` in tiles of WARP_SIZE
+                return  # `lane % WARP_SIZE` in tiles of WARP_SIZE
     if isinstance(value, int):
         if value in wanted:
             ctx.report(start, end, **kw)
@@ -559,6 +554,11 @@ def warp_size_assumption(ctx: Context) -> None:
             continue
         for array in descendants(decl, "array_declarator"):
             if _slot_per_hardware_warp(ctx, array):
+                continue
+            if (_grouping(ctx, array.start_byte) or "").startswith("tile"):
+                # one slot per cooperative-groups tile (`partialSum[MAX_WARP_NUM]` beside
+                # `tiled_partition<WARP_SIZE>`): 32 slots hold a 1024-thread block's tiles
+                # of 32, and more than enough for wider ones
                 continue
             _report_if(
                 ctx,
