@@ -60,7 +60,7 @@ CUDA_MARKERS: tuple[tuple[re.Pattern[bytes], bool], ...] = (
     (
         re.compile(
             rb"#\s*include\s*[<\"](?:cuda|cu(?:blas|rand|fft|sparse|solver|dnn|Complex|_fp16|_bf16)"
-            rb"|nvrtc|nvToolsExt|nvtx3|nccl|thrust/|cub/|cooperative_groups|mma\.h"
+            rb"|nvrtc|nvToolsExt|nvtx3|nccl|thrust/|cub/|cooperative_groups|mma\.h|cupti"
             rb"|npp|nvjpeg|nvml\.h|cufile\.h|cutlass/|cute/|cudla\.h"
             # the toolkit's generic-named headers (a header that only needs `uchar4`)
             rb"|(?:vector|driver|texture|surface|builtin)_types\.h|device_functions\.h"

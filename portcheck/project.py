@@ -43,6 +43,7 @@ from portcheck.preproc import (
     looks_like_nvidia_guard,
     looks_like_third_platform_guard,
     names_in,
+    top_level_arguments,
     unless_defined,
 )
 
@@ -1078,6 +1079,11 @@ class ProjectFacts:
         if decided is None:
             return finding
         def_path, definition = decided
+        if def_path == finding.path:
+            # the same name defined again further on in this file (`constexpr uint32_t
+            # FULL_MASK = 0xffffffff;` in each of apex's softmax functions): the use reads
+            # the nearest one before it
+            definition = self._nearest_before(definition, finding.path, finding.span.start_byte)
         constant = self.value(definition.name, finding.path)
         finding = replace(
             finding,
@@ -1091,6 +1097,19 @@ class ProjectFacts:
             if self._logical_width(finding.slug, definition, def_path, constant):
                 return None  # reported once, at the definition
         return finding
+
+    def _nearest_before(self, definition: Definition, path: str, offset: int) -> Definition:
+        """The last definition of `definition`'s name in `path` before `offset`, if it has the
+        same value; else `definition`."""
+        ff = self.files.get(path)
+        if ff is None:
+            return definition
+        candidates: list[Definition] = [*ff.facts.macros, *ff.facts.constants]
+        same = [d for d in candidates if d.name == definition.name and d.offset < offset]
+        if not same:
+            return definition
+        nearest = max(same, key=lambda d: d.offset)
+        return nearest if _own_value(nearest) == _own_value(definition) else definition
 
     def _logical_width(self, slug: str, definition: Definition, path: str, value: int) -> bool:
         """Is this 32 the project's deliberate logical warp width? It is when the project
@@ -1155,6 +1174,41 @@ class ProjectFacts:
                 return slug, path, definition, own
         return None
 
+    def _selected_width(
+        self, path: str, definition: Definition
+    ) -> tuple[str, str, Definition, int] | None:
+        """(slug, path, definition, value) for `warp_size = AMREX_HIP_OR_CUDA(64, 32)`: a
+        project macro that keeps one argument per platform, given 32 for NVIDIA and 64 (or
+        `warpSize`) for AMD, or the two all-ones masks."""
+        expr = definition.body if isinstance(definition, MacroDef) else definition.expr
+        if "(" not in expr or definition.name == "":
+            return None
+        if isinstance(definition, MacroDef) and definition.function_like:
+            return None
+        call = SELECTOR_CALL.fullmatch(expr.strip())
+        if call is None:
+            return None
+        selector = self._selector(call.group(1))
+        if selector is None:
+            return None
+        amd_positions, nvidia_positions = selector
+        raw = call.group(2).encode()
+        arguments = [a.decode().strip() for a in top_level_arguments(b"(" + raw + b")", 1)]
+
+        def values(positions: frozenset[int]) -> list[object]:
+            return [
+                "hw" if HARDWARE_WIDTH.fullmatch(arguments[i]) else _evaluated(arguments[i])
+                for i in positions
+                if i < len(arguments)
+            ]
+
+        amd, nvidia = values(amd_positions), values(nvidia_positions)
+        if 32 in nvidia and (64 in amd or "hw" in amd):
+            return "warp-size-assumption", path, definition, 32
+        if 0xFFFFFFFF in nvidia and 0xFFFFFFFFFFFFFFFF in amd:
+            return "lane-mask-width", path, definition, 0xFFFFFFFF
+        return None
+
     def definition_findings(self, lane_blind: Collection[str] = ()) -> list[Finding]:
         """One finding at each definition that fixes a warp width or a 32-lane mask: those
         that answered a check's question, and those whose name says what they are
@@ -1164,6 +1218,7 @@ class ProjectFacts:
         from portcheck.checks import catalogue, line_fingerprint_of_text
 
         roots = dict(self.roots)
+        per_platform: set[tuple[str, int]] = set()  # the project's AMD code has its own value
         for path, ff in self.files.items():
             definitions: list[Definition] = [*ff.facts.macros, *ff.facts.constants]
             twice = {n for n, k in Counter(d.name for d in definitions).items() if k > 1}
@@ -1175,10 +1230,11 @@ class ProjectFacts:
                 twin = (
                     self._wider_amd_twin(path, definition, definitions)
                     if definition.name in twice
-                    else None
+                    else self._selected_width(path, definition)
                 )
                 if twin is not None:
                     roots[(path, definition.offset)] = (*twin, [])
+                    per_platform.add((path, definition.offset))
                     continue
                 lowered = definition.name.lower()  # both patterns need one of these words
                 if "warp" not in lowered and "mask" not in lowered:
@@ -1217,8 +1273,10 @@ class ProjectFacts:
             # (mmcv's FULL_MASK, passed only to the __shfl_down_sync of `#else` branches
             # whose `#ifdef MMCV_WITH_HIP` twins shuffle without a mask): nothing to change.
             nvidia_only = bool(uses) and all(
-                self.placement(u.path, u.span.start_byte) == "nvidia" for u in uses
-            )
+                u.amd_alternative or self.placement(u.path, u.span.start_byte) == "nvidia"
+                for u in uses
+            )  # or read only by a macro whose AMD definition drops the mask (apex's SHFL)
+            nvidia_only = nvidia_only or (path, offset) in per_platform
             if slug == "warp-size-assumption" and definition.name in amd_widths:
                 # the AMD code passes it as its shuffles' width (amd_shuffle_widths): the
                 # port kept the logical width on purpose, its AMD path is that code
@@ -1249,6 +1307,14 @@ class ProjectFacts:
                 )
             )
         return found
+
+
+def _evaluated(expr: str) -> object:
+    return evaluate(expr, lambda name: None, in_if=False)
+
+
+# `NAME(args)`: a whole definition that is one macro call.
+SELECTOR_CALL = re.compile(r"([A-Za-z_]\w*)\s*\((.*)\)", re.DOTALL)
 
 
 def _own_value(definition: Definition) -> object:

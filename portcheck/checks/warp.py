@@ -794,15 +794,38 @@ def _mask_through_macro(ctx: Context, call: Any, name: str) -> None:
     Reported when the project's macro passes that argument to a *_sync intrinsic as its
     mask (known only with every file's macros: a pending question)."""
     for position, arg in enumerate(call_arguments(call)):
+        message = (
+            f"`{text(arg)}` passed to {name} is the lane mask of a *_sync intrinsic inside it: "
+            "a 32-lane mask; wave64 needs 64 bits"
+        )
+        fix = "Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`)."
         if FULL_MASK_32.match("".join(text(arg).split())):
-            ctx.report(
-                arg.start_byte,
-                arg.end_byte,
-                f"`{text(arg)}` passed to {name} is the lane mask of a *_sync intrinsic "
-                "inside it: a 32-lane mask; wave64 needs 64 bits",
-                fix="Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`).",
-                wrapper=(name, position),
-            )
+            ctx.report(arg.start_byte, arg.end_byte, message, fix=fix, wrapper=(name, position))
+        elif arg.type == "identifier":
+            # `SM_SHFL_XOR(SM_FULL_MASK, v, o)`: a named mask, whose value the project
+            # knows; a use of that definition (folded into it, as other uses are)
+            value = ctx.value(arg)
+            if value == ALL_ONES_32:
+                # asked of the project too, so that the use is listed at (and folded into)
+                # the definition, which then has an AMD path where the macro drops the mask
+                ctx.report(
+                    arg.start_byte,
+                    arg.end_byte,
+                    message,
+                    fix=fix,
+                    wrapper=(name, position),
+                    when=(text(arg), (ALL_ONES_32,), False),
+                    if_unknown=True,
+                )
+            elif isinstance(value, str):
+                ctx.report(
+                    arg.start_byte,
+                    arg.end_byte,
+                    message,
+                    fix=fix,
+                    wrapper=(name, position),
+                    when=(value, (ALL_ONES_32,), False),
+                )
 
 
 def _mask_through_function(ctx: Context, call: Any, name: str) -> None:
