@@ -593,6 +593,51 @@ def warp_size_assumption(ctx: Context) -> None:
                 message="shuffle reduction starts at offset 16, covering only 32 lanes",
                 fix="Start at `warpSize / 2` so all 64 lanes of a CDNA wavefront are reduced.",
             )
+    _unrolled_reductions(ctx)
+
+
+# Offsets that make a butterfly or tree reduction over 32 lanes when written out.
+UNROLLED_OFFSETS = frozenset({16, 8, 4, 2, 1})
+
+
+def _unrolled_reductions(ctx: Context) -> None:
+    """`sum += __shfl_down_sync(m, sum, 16); … 8; … 4; … 2; … 1;` written out, not as a
+    loop: a reduction over 32 lanes, as the loop form is (reported at the 16)."""
+    if b"__shfl" not in ctx.data:
+        return
+    by_function: dict[int, list[tuple[int, Any]]] = {}
+    for call in ctx.device_nodes("call"):
+        name = call_name(call)
+        if name not in UNROLLED_SHUFFLES:
+            continue
+        args = call_arguments(call)
+        position = 2 if name.endswith("_sync") else 1
+        if len(args) <= position or args[position].type != "number_literal":
+            continue
+        if len(args) > position + 1:
+            continue  # an explicit width: the groups are deliberate
+        value = evaluate(text(args[position]), lambda n: None, in_if=False)
+        fn = next((f for f in ctx.functions if f.start <= call.start_byte < f.end), None)
+        if fn is None or not isinstance(value, int):
+            continue
+        by_function.setdefault(fn.start, []).append((value, args[position]))
+    for calls in by_function.values():
+        offsets = {v for v, _ in calls}
+        if 32 in offsets or 16 not in offsets or len(offsets & UNROLLED_OFFSETS) < 3:
+            continue
+        node = next(n for v, n in calls if v == 16)
+        _report_if(
+            ctx,
+            node,
+            (16,),
+            node.start_byte,
+            node.end_byte,
+            message="shuffle reduction written out from offset 16 covers only 32 lanes",
+            fix="Add the offset-32 step under a wave64 test (or loop from `warpSize / 2`).",
+        )
+
+
+UNROLLED_SHUFFLES = frozenset({"__shfl_down_sync", "__shfl_xor_sync", "__shfl_down", "__shfl_xor"})
 
 
 # `static constexpr int ne = I * J / 32;` then `float x[ne];`: each lane's share of a tile
