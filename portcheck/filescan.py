@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from portcheck.checks import Context, FunctionInfo, merged_ranges, registered_checks, run_checks
 from portcheck.constexpr_if import constexpr_branches
@@ -231,9 +231,46 @@ class FileScanner:
                     hidden = [(s, name) for s, _, name in occurrences]
         device_ranges = self.extractor.device_ranges(captures)
         possible_device = self.extractor.possible_device_ranges(captures, hidden)
-        clang = None
-        if self._wants_clang(data, device_ranges, possible_device):
+        wants_clang = self._wants_clang(data, device_ranges, possible_device)
+        deep = wants_clang and self.front_end == "deep"
+        clang = self._clang(path, data, result) if deep else None
+        ctx = self._extract_and_check(
+            result, path, language, data, root, captures, index, amd_defined,
+            device_ranges, possible_device, clang,
+        )  # fmt: skip
+        if wants_clang and clang is None and (possible_device or _in_functor(result)):
+            # Device code behind a project macro (`__attribute__((device))` in a header),
+            # or a finding inside a functor's `operator()`: only libclang's semantic facts
+            # and call graph tell which code is device code and which kernels reach it.
+            # Where the device code is spelled out and no finding sits in a functor its
+            # facts changed nothing measured (cuda-samples' nine such files: the same
+            # findings and kernels, for 0.23 s of CPU), so it runs only here.
             clang = self._clang(path, data, result)
+            if clang is not None:
+                ctx = self._extract_and_check(
+                    result, path, language, data, root, captures, index, amd_defined,
+                    device_ranges, possible_device, clang,
+                )  # fmt: skip
+        branches = constexpr_branches(ctx)
+        if branches:
+            result.preproc = result.preproc._replace(constexpr_branches=branches)
+        return result
+
+    def _extract_and_check(
+        self,
+        result: FileScan,
+        path: str,
+        language: Language,
+        data: bytes,
+        root: Any,
+        captures: Any,
+        index: LineIndex,
+        amd_defined: list[tuple[str, int]],
+        device_ranges: list[tuple[int, int]],
+        possible_device: list[tuple[int, int, tuple[str, ...]]],
+        clang: ClangFacts | None,
+    ) -> Context:
+        """Extraction, classification and the checks, with libclang's facts when given."""
         own_references: set[int] = set()
         if clang is not None:
             device_ranges, possible_device = _merge_device_code(
@@ -280,10 +317,7 @@ class FileScanner:
         result.findings = run_checks(ctx, self.ignore)
         result.pending = ctx.pending
         result.lane_blind_names = set(ctx.memo.get("blind-names", ()))
-        branches = constexpr_branches(ctx)
-        if branches:
-            result.preproc = result.preproc._replace(constexpr_branches=branches)
-        return result
+        return ctx
 
     # -- the front end chosen per file ------------------------------------------------
 
@@ -411,6 +445,15 @@ class FileScanner:
             lexical += computed.values()
             result.preproc = result.preproc._replace(constants=tuple(lexical))
         return facts
+
+
+def _in_functor(result: FileScan) -> bool:
+    """Does a finding (or a question left for the project) sit in a functor's call
+    operator?"""
+    found = [*result.findings, *(p.finding for p in result.pending)]
+    # an unknown name is a question about the name (the project answers it), not a place
+    # whose kernels matter
+    return any(f.function == "operator()" and f.slug != "unknown-api" for f in found)
 
 
 # Test and benchmark frameworks' registration macros (GoogleTest, Google Benchmark): their
