@@ -684,3 +684,15 @@ def test_a_device_pass_test_beside_the_amd_one_is_listed_with_its_alternative(tm
         (f.span.line, f.amd_alternative) for f in report.findings if f.slug == "arch-conditional"
     ]
     assert arch == [(5, True), (16, True)]
+
+
+def test_cublaslt_is_a_rename_unless_a_name_has_no_hipblaslt_counterpart():
+    """cuBLASLt maps to hipBLASLt name by name (HIPIFY's tables): a file using only mapped
+    names is a rename, not a library port; one that needs an unmapped call is told which."""
+    report = portcheck.scan(PROJECTS / "wrapped_libraries", cache=False)
+    ports = [f for f in report.findings if f.slug == "library-port" and "cublaslt" in f.message]
+    assert [f.path for f in ports] == ["lt_gemm.cpp"]
+    assert "`cublasLtMatmulAlgoCapGetAttribute`" in ports[0].message
+    assert "2 of its names" in ports[0].message
+    layouts = portcheck.scan(FIXTURES / "hazards" / "fp8_gemm_layout.cpp", cache=False)
+    assert not [f for f in layouts.findings if f.slug == "library-port"]

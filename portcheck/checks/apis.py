@@ -236,18 +236,39 @@ def library_port(ctx: Context) -> None:
     """One finding per library per file, at its first use: the port is per library."""
     counts: Counter[str] = Counter()
     first: dict[str, Use] = {}
+    unported: dict[str, list[str]] = {}  # names the rule set maps to no HIP counterpart
     for use in ctx.uses:
         family = MANUAL_PORT_HEADERS.get(use.name, use.family)
         if family in MANUAL_PORT_FAMILIES:
             counts[family] += 1
             first.setdefault(family, use)
+            if use.kind != "header" and use.status.hip is not Status.SUPPORTED:
+                unported.setdefault(family, []).append(use.name)
     for family, use in first.items():
+        target = MANUAL_PORT_FAMILIES[family]
+        if family in MAPPED_BY_NAME:
+            missing = sorted(set(unported.get(family, ())))
+            if not missing:
+                continue  # every name used here has its hipBLASLt counterpart: a rename
+            shown = ", ".join(f"`{n}`" for n in missing[:3]) + (", …" if len(missing) > 3 else "")
+            ctx.report(
+                use.span.start_byte,
+                use.span.end_byte,
+                f"{family} is used {counts[family]} time(s) in this file; {len(missing)} of its "
+                f"names here have no {target} counterpart ({shown}): port those by hand",
+            )
+            continue
         ctx.report(
             use.span.start_byte,
             use.span.end_byte,
             f"{family} is used {counts[family]} time(s) in this file; it has no drop-in HIP "
-            f"equivalent and must be ported to {MANUAL_PORT_FAMILIES[family]}",
+            f"equivalent and must be ported to {target}",
         )
+
+
+# Libraries whose names the rule set maps one by one (cuBLASLt to hipBLASLt, from HIPIFY's
+# tables): a file that uses only mapped names is a rename, not a manual port.
+MAPPED_BY_NAME = frozenset({"cublaslt"})
 
 
 @hazard("unsupported-api")
