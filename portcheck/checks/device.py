@@ -261,25 +261,24 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
             outer = _nvidia_twin_around(ctx, branch, amd)
             if amd_sibling is None and outer is None:
                 continue
-            beside = amd_sibling.directive if amd_sibling is not None else outer
-            ctx.report(
-                branch.start_byte,
-                line_end(branch.start_byte),
-                f"`{branch.directive}` tests for NVIDIA's device pass, which hipcc does not "
-                f"define; the project's `{beside}` is the AMD path",
-                fix="Nothing to change while the AMD branch is kept in step with this one.",
-                amd_alternative=True,
+            where = (
+                f"`{amd_sibling.directive}` is the AMD path"
+                if amd_sibling is not None
+                else f"`{outer}` is the AMD path"
             )
-            continue
-        if amd_sibling is not None:
+        elif amd_sibling is not None:
             inner = ctx.masked.find(b"__CUDA_ARCH__", line_end(branch.start_byte), branch.end_byte)
             if inner >= 0:
                 continue  # the compute-capability test inside is reported, with the same note
+            where = f"`{amd_sibling.directive}` beside it is the AMD one"
+        else:
+            where = ""
+        if where:
             ctx.report(
                 branch.start_byte,
                 line_end(branch.start_byte),
                 f"`{branch.directive}` tests for NVIDIA's device pass, which hipcc does not "
-                f"define; the project's `{amd_sibling.directive}` beside it is the AMD one",
+                f"define; the project's {where}",
                 fix="Nothing to change while the AMD branch is kept in step with this one.",
                 amd_alternative=True,
             )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from portcheck.checks import Context, hazard
@@ -401,15 +402,7 @@ def _beside_amd_branch(ctx: Context, offset: int, fn: Any) -> bool:
     AMD alternative for it, so the split is the platform's, whatever the code around it.
     Not a branch around the whole function `fn` (`#ifndef USE_ROCM` over a file's kernels):
     its alternative is other code, and this function's arithmetic is judged on its own."""
-    for branch in ctx.preproc.branches:
-        if not branch.start_byte <= offset < branch.end_byte:
-            continue
-        if branch.start_byte <= fn.start and fn.end <= branch.end_byte:
-            continue
-        tests = [t for b in ctx.preproc.branches if b.group == branch.group for t in b.tests]
-        if any(_selects_amd(t) for t in tests):
-            return True
-    return False
+    return any(True for _ in _branches_beside_amd(ctx, offset, fn))
 
 
 def _in_nvidia_twin(ctx: Context, offset: int) -> bool:
@@ -417,17 +410,22 @@ def _in_nvidia_twin(ctx: Context, offset: int) -> bool:
     has an AMD branch (the `#else` of `#ifdef __HIP_PLATFORM_AMD__` within a device
     function)?"""
     fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
-    if fn is None:
-        return False
+    return fn is not None and any(
+        branch_condition_value(branch, _amd_build) == 0
+        for branch in _branches_beside_amd(ctx, offset, fn)
+    )
+
+
+def _branches_beside_amd(ctx: Context, offset: int, fn: Any) -> Iterator[Any]:
+    """The branches holding `offset`, inside `fn`, of conditionals that test for AMD."""
     for branch in ctx.preproc.branches:
         if not branch.start_byte <= offset < branch.end_byte:
             continue
         if branch.start_byte <= fn.start and fn.end <= branch.end_byte:
             continue
         tests = [t for b in ctx.preproc.branches if b.group == branch.group for t in b.tests]
-        if any(_selects_amd(t) for t in tests) and branch_condition_value(branch, _amd_build) == 0:
-            return True
-    return False
+        if any(_selects_amd(t) for t in tests):
+            yield branch
 
 
 def _amd_build(name: str) -> object:
@@ -850,26 +848,19 @@ def _mask_through_macro(ctx: Context, call: Any, name: str) -> None:
             # `SM_SHFL_XOR(SM_FULL_MASK, v, o)`: a named mask, whose value the project
             # knows; a use of that definition (folded into it, as other uses are)
             value = ctx.value(arg)
-            if value == ALL_ONES_32:
-                # asked of the project too, so that the use is listed at (and folded into)
-                # the definition, which then has an AMD path where the macro drops the mask
+            # Asked of the project too when this file decides it, so that the use is listed
+            # at (and folded into) the definition, which then has an AMD path where the
+            # macro drops the mask.
+            expr = text(arg) if value == ALL_ONES_32 else value
+            if isinstance(expr, str):
                 ctx.report(
                     arg.start_byte,
                     arg.end_byte,
                     message,
                     fix=fix,
                     wrapper=(name, position),
-                    when=(text(arg), (ALL_ONES_32,), False),
-                    if_unknown=True,
-                )
-            elif isinstance(value, str):
-                ctx.report(
-                    arg.start_byte,
-                    arg.end_byte,
-                    message,
-                    fix=fix,
-                    wrapper=(name, position),
-                    when=(value, (ALL_ONES_32,), False),
+                    when=(expr, (ALL_ONES_32,), False),
+                    if_unknown=value == ALL_ONES_32,
                 )
 
 
