@@ -228,6 +228,8 @@ class ProjectFacts:
         # The project's functions whose bodies hold inline PTX (set by the scan, from the
         # files' inline-ptx findings): a wrapper such as `ldmatrix_m8n8x4` in another header.
         self.ptx_functions: dict[str, frozenset[str]] = {}
+        # a file's definitions of one name, by offset (_nearest_before)
+        self._by_name_and_offset: dict[tuple[str, str], tuple[list[int], list[Definition]]] = {}
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
         self._amd_too: frozenset[str] | None = None  # _cuda_switches_on_amd
         self._hip_everywhere: bool | None = None  # _hip_on_nvidia
@@ -1101,14 +1103,20 @@ class ProjectFacts:
     def _nearest_before(self, definition: Definition, path: str, offset: int) -> Definition:
         """The last definition of `definition`'s name in `path` before `offset`, if it has the
         same value; else `definition`."""
-        ff = self.files.get(path)
-        if ff is None:
+        key = (path, definition.name)
+        known = self._by_name_and_offset.get(key)
+        if known is None:
+            ff = self.files.get(path)
+            candidates: list[Definition] = [*ff.facts.macros, *ff.facts.constants] if ff else []
+            ordered = sorted(
+                (d for d in candidates if d.name == definition.name), key=lambda d: d.offset
+            )
+            known = self._by_name_and_offset[key] = ([d.offset for d in ordered], ordered)
+        offsets, ordered = known
+        i = bisect.bisect_left(offsets, offset) - 1
+        if i < 0:
             return definition
-        candidates: list[Definition] = [*ff.facts.macros, *ff.facts.constants]
-        same = [d for d in candidates if d.name == definition.name and d.offset < offset]
-        if not same:
-            return definition
-        nearest = max(same, key=lambda d: d.offset)
+        nearest = ordered[i]
         return nearest if _own_value(nearest) == _own_value(definition) else definition
 
     def _logical_width(self, slug: str, definition: Definition, path: str, value: int) -> bool:
