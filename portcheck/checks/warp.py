@@ -864,6 +864,39 @@ def _mask_through_macro(ctx: Context, call: Any, name: str) -> None:
                 )
 
 
+# CUDA's 32-bit bit-counting intrinsics and their 64-bit counterparts.
+BIT_COUNTS_32 = {"__popc": "__popcll", "__ffs": "__ffsll", "__clz": "__clzll", "__brev": "__brevll"}
+
+
+def _bit_counts_of_ballots(ctx: Context) -> None:
+    """`__popc(__ballot_sync(m, p))`, or `__popc(votes)` where `votes` holds a ballot:
+    the 32-bit intrinsic counts (or finds) among lanes 0-31 only of a wave64 ballot (Cycles'
+    GPU popcount, HeCBench rsmt's port to `__popcll`)."""
+    if b"__popc" not in ctx.data and b"__ffs" not in ctx.data and b"__clz" not in ctx.data:
+        return
+    for call in ctx.device_nodes("call"):
+        name = call_name(call)
+        if name not in BIT_COUNTS_32:
+            continue
+        args = call_arguments(call)
+        if len(args) != 1:
+            continue
+        arg = args[0]
+        producer = call_name(arg) if arg.type == "call_expression" else None
+        if producer is None and arg.type == "identifier":
+            declared = ctx.declared(arg)
+            initial = declared.initial if declared is not None else None
+            producer = call_name(initial) if initial is not None else None
+        if producer not in MASK_PRODUCERS:
+            continue
+        ctx.report(
+            call.start_byte,
+            call.end_byte,
+            f"`{name}` of a {producer} result counts lanes 0-31 only; wave64 ballots are 64 bits",
+            fix=f"Use `{BIT_COUNTS_32[name]}` on a 64-bit mask.",
+        )
+
+
 def _mask_through_function(ctx: Context, call: Any, name: str) -> None:
     """`GpuShuffleSync(0xffffffff, v, 0)`: a 32-bit full mask handed to a function of this
     file that passes that parameter to a *_sync intrinsic as its mask. Marked
@@ -1097,6 +1130,7 @@ def lane_mask_width(ctx: Context) -> None:
                 "wave64 ballots are 64 bits",
                 fix="Store it in `unsigned long long` (or `auto`).",
             )
+    _bit_counts_of_ballots(ctx)
     for shift in ctx.device_nodes("binary"):
         operator = shift.child_by_field_name("operator")
         if operator is None or text(operator) != "<<":
