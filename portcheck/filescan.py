@@ -233,12 +233,15 @@ class FileScanner:
         possible_device = self.extractor.possible_device_ranges(captures, hidden)
         wants_clang = self._wants_clang(data, device_ranges, possible_device)
         deep = wants_clang and self.front_end == "deep"
-        clang = self._clang(path, data, result) if deep else None
-        ctx = self._extract_and_check(
-            result, path, language, data, root, captures, index, amd_defined,
-            device_ranges, possible_device, clang,
-        )  # fmt: skip
-        if wants_clang and clang is None and (possible_device or _in_functor(result)):
+
+        def extract_and_check(clang: ClangFacts | None) -> Context:
+            return self._extract_and_check(
+                result, path, language, data, root, captures, index, amd_defined,
+                device_ranges, possible_device, clang,
+            )  # fmt: skip
+
+        ctx = extract_and_check(self._clang(path, data, result) if deep else None)
+        if wants_clang and not deep and (possible_device or _in_functor(result)):
             # Device code behind a project macro (`__attribute__((device))` in a header),
             # or a finding inside a functor's `operator()`: only libclang's semantic facts
             # and call graph tell which code is device code and which kernels reach it.
@@ -247,10 +250,7 @@ class FileScanner:
             # findings and kernels, for 0.23 s of CPU), so it runs only here.
             clang = self._clang(path, data, result)
             if clang is not None:
-                ctx = self._extract_and_check(
-                    result, path, language, data, root, captures, index, amd_defined,
-                    device_ranges, possible_device, clang,
-                )  # fmt: skip
+                ctx = extract_and_check(clang)
         branches = constexpr_branches(ctx)
         if branches:
             result.preproc = result.preproc._replace(constexpr_branches=branches)

@@ -1150,8 +1150,8 @@ class ProjectFacts:
 
     def _wider_amd_twin(
         self, path: str, definition: Definition, definitions: list[Definition]
-    ) -> tuple[str, str, Definition, int] | None:
-        """(slug, path, definition, value) when `definition` is NVIDIA-only code that fixes
+    ) -> tuple[str, int] | None:
+        """(slug, value) when `definition` is NVIDIA-only code that fixes
         32 lanes and the same file's AMD code defines the same name 64 wide (`#define
         DEFAULT_WIDTH 32` in the `#else` of `#ifdef MAGMA_HAVE_HIP`, whose branch says 64;
         `#define _WS warpSize`; `0xffffffff` against `0xffffffffffffffff`): the project's
@@ -1168,8 +1168,9 @@ class ProjectFacts:
         for other in definitions:
             if other.name != definition.name or other.offset == definition.offset:
                 continue
-            body = other.body if isinstance(other, MacroDef) else other.expr
-            hardware = slug == "warp-size-assumption" and HARDWARE_WIDTH.fullmatch(body.strip())
+            hardware = slug == "warp-size-assumption" and HARDWARE_WIDTH.fullmatch(
+                _text_of(other).strip()
+            )
             if not hardware and _own_value(other) != wide:
                 continue
             if (
@@ -1179,19 +1180,15 @@ class ProjectFacts:
             ):
                 continue  # 32 and 64 tuned per platform (a tile, a block): not a width
             if self.placement(path, other.offset) == "amd":
-                return slug, path, definition, own
+                return slug, own
         return None
 
-    def _selected_width(
-        self, path: str, definition: Definition
-    ) -> tuple[str, str, Definition, int] | None:
-        """(slug, path, definition, value) for `warp_size = AMREX_HIP_OR_CUDA(64, 32)`: a
+    def _selected_width(self, definition: Definition) -> tuple[str, int] | None:
+        """(slug, value) for `warp_size = AMREX_HIP_OR_CUDA(64, 32)`: a
         project macro that keeps one argument per platform, given 32 for NVIDIA and 64 (or
         `warpSize`) for AMD, or the two all-ones masks."""
-        expr = definition.body if isinstance(definition, MacroDef) else definition.expr
-        if "(" not in expr or definition.name == "":
-            return None
-        if isinstance(definition, MacroDef) and definition.function_like:
+        expr = _text_of(definition)
+        if "(" not in expr:
             return None
         call = SELECTOR_CALL.fullmatch(expr.strip())
         if call is None:
@@ -1212,9 +1209,9 @@ class ProjectFacts:
 
         amd, nvidia = values(amd_positions), values(nvidia_positions)
         if 32 in nvidia and (64 in amd or "hw" in amd):
-            return "warp-size-assumption", path, definition, 32
+            return "warp-size-assumption", 32
         if 0xFFFFFFFF in nvidia and 0xFFFFFFFFFFFFFFFF in amd:
-            return "lane-mask-width", path, definition, 0xFFFFFFFF
+            return "lane-mask-width", 0xFFFFFFFF
         return None
 
     def definition_findings(self, lane_blind: Collection[str] = ()) -> list[Finding]:
@@ -1238,10 +1235,11 @@ class ProjectFacts:
                 twin = (
                     self._wider_amd_twin(path, definition, definitions)
                     if definition.name in twice
-                    else self._selected_width(path, definition)
+                    else self._selected_width(definition)
                 )
                 if twin is not None:
-                    roots[(path, definition.offset)] = (*twin, [])
+                    slug, value = twin
+                    roots[(path, definition.offset)] = (slug, path, definition, value, [])
                     per_platform.add((path, definition.offset))
                     continue
                 lowered = definition.name.lower()  # both patterns need one of these words
@@ -1255,8 +1253,7 @@ class ProjectFacts:
                     slug, wanted = "lane-mask-width", 0xFFFFFFFF
                 else:
                     continue  # the name says nothing: only its uses could (roots above)
-                expr = definition.body if isinstance(definition, MacroDef) else definition.expr
-                own = evaluate(expr, lambda name: None, in_if=False)
+                own = _own_value(definition)
                 if own != wanted:
                     continue
                 roots[(path, definition.offset)] = (slug, path, definition, own, [])
@@ -1318,7 +1315,12 @@ class ProjectFacts:
 
 
 def _evaluated(expr: str) -> object:
+    """An expression's value from its own text (no name resolved)."""
     return evaluate(expr, lambda name: None, in_if=False)
+
+
+def _text_of(definition: Definition) -> str:
+    return definition.body if isinstance(definition, MacroDef) else definition.expr
 
 
 # `NAME(args)`: a whole definition that is one macro call.
@@ -1327,11 +1329,9 @@ SELECTOR_CALL = re.compile(r"([A-Za-z_]\w*)\s*\((.*)\)", re.DOTALL)
 
 def _own_value(definition: Definition) -> object:
     """The definition's value from its own text (no other name resolved)."""
-    if isinstance(definition, MacroDef):
-        if definition.function_like:
-            return None
-        return evaluate(definition.body, lambda name: None, in_if=False)
-    return evaluate(definition.expr, lambda name: None, in_if=False)
+    if isinstance(definition, MacroDef) and definition.function_like:
+        return None
+    return _evaluated(_text_of(definition))
 
 
 # Names a per-platform 32/64 pair may carry to be read as a lane width (not a tile size).

@@ -10,13 +10,13 @@ from portcheck.checks.syntax import call_name, text
 from portcheck.preproc import (
     Branch,
     amd_takes_in_some_release,
+    branch_condition_value,
     evaluate,
     is_amd_guard,
     looks_like_amd_guard,
     names_in,
     unless_defined,
 )
-from portcheck.preproc import branch_condition_value as evaluate_branch
 
 COMPARE = r"\s*(?:[<>]=?|==|!=)\s*"
 OPERAND = r"(?:\d+|[A-Za-z_]\w*)"
@@ -185,7 +185,7 @@ def _nvidia_twin_around(ctx: Context, branch: Branch, amd: Any) -> str | None:
             outer.start_byte < branch.start_byte < outer.end_byte
         ):
             continue
-        if evaluate_branch(outer, amd) != 0:
+        if branch_condition_value(outer, amd) != 0:
             continue
         for twin in ctx.preproc.branches:
             if (

@@ -825,7 +825,7 @@ def _macro_body_masks(ctx: Context) -> None:
                 call.end(2),
                 f"`{mask}` passed to {name} in macro `{macro.name}` is a 32-lane mask; wave64 "
                 "needs 64 bits",
-                fix="Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`).",
+                fix=FULL_MASK_FIX,
             )
 
 
@@ -837,11 +837,7 @@ def _mask_through_macro(ctx: Context, call: Any, name: str) -> None:
     Reported when the project's macro passes that argument to a *_sync intrinsic as its
     mask (known only with every file's macros: a pending question)."""
     for position, arg in enumerate(call_arguments(call)):
-        message = (
-            f"`{text(arg)}` passed to {name} is the lane mask of a *_sync intrinsic inside it: "
-            "a 32-lane mask; wave64 needs 64 bits"
-        )
-        fix = "Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`)."
+        message, fix = _wrapped_mask_message(arg, name), FULL_MASK_FIX
         if FULL_MASK_32.match("".join(text(arg).split())):
             ctx.report(arg.start_byte, arg.end_byte, message, fix=fix, wrapper=(name, position))
         elif arg.type == "identifier":
@@ -872,7 +868,7 @@ def _bit_counts_of_ballots(ctx: Context) -> None:
     """`__popc(__ballot_sync(m, p))`, or `__popc(votes)` where `votes` holds a ballot:
     the 32-bit intrinsic counts (or finds) among lanes 0-31 only of a wave64 ballot (Cycles'
     GPU popcount, HeCBench rsmt's port to `__popcll`)."""
-    if b"__popc" not in ctx.data and b"__ffs" not in ctx.data and b"__clz" not in ctx.data:
+    if not any(name.encode() in ctx.data for name in BIT_COUNTS_32):
         return
     for call in ctx.device_nodes("call"):
         name = call_name(call)
@@ -916,11 +912,20 @@ def _mask_through_function(ctx: Context, call: Any, name: str) -> None:
     ctx.report(
         arg.start_byte,
         arg.end_byte,
-        f"`{text(arg)}` passed to {name} is the lane mask of a *_sync intrinsic inside it: a "
-        "32-lane mask; wave64 needs 64 bits"
+        _wrapped_mask_message(arg, name)
         + ("; the function's AMD branch drops it" if ported else ""),
-        fix="Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`).",
+        fix=FULL_MASK_FIX,
         amd_alternative=ported,
+    )
+
+
+FULL_MASK_FIX = "Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`)."
+
+
+def _wrapped_mask_message(arg: Any, wrapper: str) -> str:
+    return (
+        f"`{text(arg)}` passed to {wrapper} is the lane mask of a *_sync intrinsic inside it: "
+        "a 32-lane mask; wave64 needs 64 bits"
     )
 
 
@@ -957,11 +962,8 @@ def _mask_functions(ctx: Context) -> dict[str, tuple[int, bool]]:
 def _parameter_name(parameter: Any) -> str:
     """The name a parameter declaration introduces (`unsigned mask = 0xffffffff` -> mask)."""
     node = parameter.child_by_field_name("declarator")
-    while node is not None and node.type not in ("identifier",):
-        inner = node.child_by_field_name("declarator")
-        if inner is None:
-            return text(node) if node.type == "identifier" else ""
-        node = inner
+    while node is not None and node.type != "identifier":
+        node = node.child_by_field_name("declarator")
     return text(node) if node is not None else ""
 
 
@@ -1066,7 +1068,7 @@ def lane_mask_width(ctx: Context) -> None:
         if not args:
             continue
         message = f"`{text(args[0])}` passed to {name} is a 32-lane mask; wave64 needs 64 bits"
-        fix = "Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`)."
+        fix = FULL_MASK_FIX
         declared = ctx.declared(args[0])
         if FULL_MASK_32.match("".join(text(args[0]).split())):
             ctx.report(args[0].start_byte, args[0].end_byte, message, fix=fix)
