@@ -233,42 +233,78 @@ def ptx_module_load(ctx: Context) -> None:
 
 @hazard("library-port")
 def library_port(ctx: Context) -> None:
-    """One finding per library per file, at its first use: the port is per library."""
+    """One finding per library per file, at its first use: the port is per library. For a
+    library HIPIFY maps name by name (cuDNN to MIOpen, cuBLASLt to hipBLASLt), also one per
+    statement that uses a name with no counterpart there: each such call is ported by hand."""
     counts: Counter[str] = Counter()
     first: dict[str, Use] = {}
-    unported: dict[str, list[str]] = {}  # names the rule set maps to no HIP counterpart
+    unported: dict[str, list[Use]] = {}  # uses of names the rule set maps to no counterpart
     for use in ctx.uses:
         family = MANUAL_PORT_HEADERS.get(use.name, use.family)
         if family in MANUAL_PORT_FAMILIES:
             counts[family] += 1
             first.setdefault(family, use)
-            if use.kind != "header" and use.status.hip is not Status.SUPPORTED:
-                unported.setdefault(family, []).append(use.name)
+            if (
+                use.rule is not None
+                and use.kind != "header"
+                and use.status.hip is not Status.SUPPORTED
+            ):
+                unported.setdefault(family, []).append(use)
     for family, use in first.items():
         target = MANUAL_PORT_FAMILIES[family]
-        if family in MAPPED_BY_NAME:
-            missing = sorted(set(unported.get(family, ())))
-            if not missing:
-                continue  # every name used here has its hipBLASLt counterpart: a rename
-            shown = ", ".join(f"`{n}`" for n in missing[:3]) + (", …" if len(missing) > 3 else "")
+        if family not in MAPPED_BY_NAME:
             ctx.report(
                 use.span.start_byte,
                 use.span.end_byte,
-                f"{family} is used {counts[family]} time(s) in this file; {len(missing)} of its "
-                f"names here have no {target} counterpart ({shown}): port those by hand",
+                f"{family} is used {counts[family]} time(s) in this file; it has no drop-in HIP "
+                f"equivalent and must be ported to {target}",
             )
             continue
+        missing = unported.get(family, [])
+        if family == "cublaslt" and not missing:
+            continue  # every name used here has its hipBLASLt counterpart: a rename
+        names = sorted({u.name for u in missing})
+        shown = ", ".join(f"`{n}`" for n in names[:3]) + (", …" if len(names) > 3 else "")
+        gap = (
+            f"{len(names)} of its names here have no {target} counterpart ({shown}): port "
+            "those calls by hand"
+            if names
+            else f"HIPIFY renames its names to {target}'s; check each call's arguments"
+        )
         ctx.report(
             use.span.start_byte,
             use.span.end_byte,
-            f"{family} is used {counts[family]} time(s) in this file; it has no drop-in HIP "
-            f"equivalent and must be ported to {target}",
+            f"{family} is used {counts[family]} time(s) in this file; {gap}",
         )
+        for statement in _statements(ctx.masked, missing):
+            lead = statement[0]
+            others = sorted({u.name for u in statement} - {lead.name})
+            more = f" (and {', '.join(f'`{n}`' for n in others[:3])})" if others else ""
+            ctx.report(
+                lead.span.start_byte,
+                lead.span.end_byte,
+                f"`{lead.name}`{more} has no {target} counterpart: port this statement by hand",
+            )
 
 
-# Libraries whose names the rule set maps one by one (cuBLASLt to hipBLASLt, from HIPIFY's
-# tables): a file that uses only mapped names is a rename, not a manual port.
-MAPPED_BY_NAME = frozenset({"cublaslt"})
+def _statements(text: bytes, uses: list[Use]) -> list[list[Use]]:
+    """`uses` grouped by the statement they sit in: a new group wherever the text between
+    two uses ends a statement or opens or closes a block."""
+    groups: list[list[Use]] = []
+    for use in sorted(uses, key=lambda u: u.span.start_byte):
+        if groups:
+            gap = text[groups[-1][-1].span.end_byte : use.span.start_byte]
+            if not any(c in gap for c in b";{}"):
+                groups[-1].append(use)
+                continue
+        groups.append([use])
+    return groups
+
+
+# Libraries whose names the rule set maps one by one from HIPIFY's tables (cuDNN to MIOpen,
+# cuBLASLt to hipBLASLt): a statement using a name with no counterpart is reported where it
+# is; a cuBLASLt file that uses only mapped names is a rename, not a manual port.
+MAPPED_BY_NAME = frozenset({"cudnn", "cublaslt"})
 
 
 @hazard("unsupported-api")
