@@ -75,6 +75,9 @@ CUDA_MARKERS: tuple[tuple[re.Pattern[bytes], bool], ...] = (
     (re.compile(rb"(?:nccl|nvrtc)[A-Z_]"), True),
     (re.compile(rb"(?:npp[is]?|nvjpeg|nvml)[A-Z]\w*\s*\("), True),
     (re.compile(rb"__(?:global|device|host|CUDACC|CUDA_ARCH)__"), False),
+    # the toolkit's half, bf16 and fp8 types and conversions, in a header that gets them
+    # through another file's include (`__nv_bfloat16`, `__nv_cvt_float_to_fp8`, `__NV_E4M3`)
+    (re.compile(rb"__nv_(?:bfloat16|half|fp8|fp6|fp4|cvt_)|__NV_(?:E4M3|E5M2|SATFINITE)\b"), True),
     (re.compile(rb"<<<"), False),
     # device code whose qualifiers all come from the project's macros (`DINLINE int
     # lane() { return threadIdx.x % 32; }`): the built-in variables and warp intrinsics
@@ -433,7 +436,11 @@ def _consider_file(
 # A C/C++ header without CUDA in it can still define what CUDA code elsewhere uses: a
 # warp width, a mask, a device-qualifier macro, a platform macro (portcheck.project).
 FACT_HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".ipp", ".tcc")
-PROJECT_FACT_MARKER = re.compile(rb"#\s*(?:define|if)|\bconstexpr\b|\bconst\b|\benum\b")
+PROJECT_FACT_MARKER = re.compile(
+    rb"#\s*(?:define|if)|\bconstexpr\b|\bconst\b|\benum\b"
+    # a type of its own named like a CUDA library's (`struct cuBool_config`)
+    rb"|\b(?:struct|class|union|using|typedef)\b[^;{]*?\b(?:cu[A-Z_]|CU[a-z_]|cuda|nv[A-Z])"
+)
 
 
 def read_candidate(candidate: Candidate, facts: bool = False) -> bytes | Skipped | None:

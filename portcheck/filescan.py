@@ -143,6 +143,28 @@ CPP_WORDS = frozenset(
 FUNCTION_HEAD = re.compile(rb"[\w*&>]\s+(\w+)\s*\([^;{}()]*\)\s*(?:const\s*)?\{")
 
 
+# A type, alias or macro a plain C++ header declares (`struct cuBool_config {`, `using
+# cuMat = …`, `#define cuCheck(x) …`): read lexically, since the header is not parsed.
+DECLARED_NAME = re.compile(
+    rb"\b(?:struct|class|union|enum(?:\s+class|\s+struct)?|using|namespace)\s+([A-Za-z_]\w*)"
+    rb"|^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)"
+    rb"|\btypedef\b[^;{]*?\b([A-Za-z_]\w*)\s*;",
+    re.MULTILINE,
+)
+
+
+def _declared_names(data: bytes) -> set[str]:
+    """The CUDA-shaped names a header that is not CUDA declares itself: the project's
+    own, however NVIDIA-like they look (a header without CUDA in it defines none of
+    NVIDIA's)."""
+    names = set()
+    for match in DECLARED_NAME.finditer(data):
+        word = (match.group(1) or match.group(2) or match.group(3)).decode("ascii", "replace")
+        if CUDA_SHAPE.fullmatch(word):
+            names.add(word)
+    return names
+
+
 class FileScanner:
     """Scans files with one rule set and one configuration. Build once, call `scan` per
     file.
@@ -191,6 +213,7 @@ class FileScanner:
         result.preproc = preprocessor_facts(data)
         if language is not Language.CUDA and not looks_like_cuda(data):
             result.facts_only = True  # a header read for its macros and constants only
+            result.definitions = _declared_names(data)
             if self._constants_need_a_compiler(result.preproc):
                 self._clang(path, data, result)  # `sizeof(unsigned) * 8`: clang computes it
             return result

@@ -428,6 +428,35 @@ def _branches_beside_amd(ctx: Context, offset: int, fn: Any) -> Iterator[Any]:
             yield branch
 
 
+def _shared_by_ported_function(ctx: Context, offset: int) -> bool:
+    """Is `offset` in code both builds compile, inside a function that holds a conditional
+    of its own testing for an AMD build (`#if GOOGLE_CUDA … #elif TENSORFLOW_USE_ROCM`
+    around its warp step)? The project ported this function and left this line as it is:
+    its AMD build runs it, and the split there is not a width the port changes."""
+    fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
+    if fn is None:
+        return False
+    spans = ctx.memo.get("amd-conditional-spans")
+    if spans is None:
+        groups: dict[Any, list[Any]] = {}
+        for branch in ctx.preproc.branches:
+            groups.setdefault(branch.group, []).append(branch)
+        spans = ctx.memo["amd-conditional-spans"] = [
+            (b.start_byte, b.end_byte)
+            for group in groups.values()
+            if any(_selects_amd(t) for b in group for t in b.tests)
+            for b in group
+        ]
+    ported = False
+    for start, end in spans:
+        if start < fn.start or end > fn.end:
+            continue  # around the function, or elsewhere
+        if start <= offset < end:
+            return False
+        ported = True
+    return ported
+
+
 def _amd_build(name: str) -> object:
     return unless_defined(name, True)
 
@@ -487,12 +516,16 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
     """Report when `node`'s value is one of `wanted`: now if this file decides it, else
     once the project's constants are known (`WARP_SIZE` defined in another header)."""
     value = ctx.value(node)
+    if value is None and node is not None and node.type == "number_literal":
+        # `blockDim.x / 32.f`: a warp count taken as a float, to round it up
+        whole = FLOAT_WHOLE.fullmatch(text(node))
+        value = int(whole.group(1)) if whole else None
     if value is None or (isinstance(value, int) and value not in wanted):
         return
     if ctx._current is not None and ctx._current.slug == "warp-size-assumption":
         if _lane_blind(ctx, start):
             # the project's width constant read here (`C10_WARP_SIZE`) is read harmlessly
-            ctx.memo.setdefault("blind-names", set()).update(names_in(text(node)))
+            _read_harmlessly(ctx, node)
             return
         grouping = _grouping(ctx, start)
         if grouping == "width":
@@ -520,6 +553,38 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
 
 
 OPERAND_TYPES = ("number_literal", "identifier", "parenthesized_expression")
+FLOAT_WHOLE = re.compile(r"(\d+)\.0*[fF]?")
+
+
+# A size named for a piece of the data (`CHUNK_SIZE`, `TILE_DIM`) and not for lanes: its 32
+# is how much data a step holds.
+DATA_TILE_NAME = re.compile(r"(?i)^(?!.*(?:warp|lane|wave|thread|simd)).*(?:chunk|tile)")
+
+
+def _read_harmlessly(ctx: Context, node: Any) -> None:
+    """The project's width constant read at `node` is read where it is right on wave64:
+    not a use that makes its definition a finding."""
+    ctx.memo.setdefault("blind-names", set()).update(names_in(text(node)))
+
+
+def _shift_count(node: Any) -> bool:
+    """Is `node` (perhaps in parentheses) the count of a shift (`1u << (idx & 31)`,
+    `word >> (i % 32)`)? Then 31 or 32 is the bit width of the word shifted: a bit
+    signature or a bit vector's index, whatever the index it reduces."""
+    child, parent = node, node.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        child, parent = parent, parent.parent
+    if parent is None or parent.type != "binary_expression":
+        return False
+    operator = parent.child_by_field_name("operator")
+    right = parent.child_by_field_name("right")
+    return (
+        operator is not None
+        and text(operator) in ("<<", ">>")
+        and right is not None
+        and right.start_byte == child.start_byte
+        and right.end_byte == child.end_byte
+    )
 
 
 @hazard("warp-size-assumption")
@@ -537,6 +602,11 @@ def warp_size_assumption(ctx: Context) -> None:
         )
         if not wanted or not THREAD_INDEX.search(text(node.child_by_field_name("left"))):
             continue
+        if _shift_count(node):
+            continue  # `1 << (idx & 31)`: a bit of a 32-bit word, bounded by its width
+        if _shared_by_ported_function(ctx, node.start_byte):
+            _read_harmlessly(ctx, right)
+            continue
         _report_if(
             ctx,
             right,
@@ -552,6 +622,11 @@ def warp_size_assumption(ctx: Context) -> None:
             continue
         for array in descendants(decl, "array_declarator"):
             if _slot_per_hardware_warp(ctx, array):
+                continue
+            if DATA_TILE_NAME.search(text(array.child_by_field_name("size"))):
+                continue  # `C_block[CHUNK_SIZE]`: a chunk of the data, 32 columns wide
+            if _shared_by_ported_function(ctx, array.start_byte):
+                _read_harmlessly(ctx, array.child_by_field_name("size"))
                 continue
             if (_grouping(ctx, array.start_byte) or "").startswith("tile"):
                 # one slot per cooperative-groups tile (`partialSum[MAX_WARP_NUM]` beside
@@ -1050,6 +1125,43 @@ def _nvidia_build(name: str) -> object:
     return unless_defined(name, False)
 
 
+def _ballots_assigned_to_narrow(ctx: Context) -> None:
+    """`unsigned warpMask;` then `warpMask = __activemask();` in a loop: the ballot is
+    stored in 32 bits as surely as with an initialiser. Reported at the declaration, whose
+    type is the fix (once, however often it is assigned)."""
+    for call in ctx.device_nodes("call"):
+        name = call_name(call)
+        parent = call.parent
+        if name not in MASK_PRODUCERS or parent is None or parent.type != "assignment_expression":
+            continue
+        operator, left = parent.child_by_field_name("operator"), parent.child_by_field_name("left")
+        if operator is None or text(operator) != "=" or left is None or left.type != "identifier":
+            continue
+        fn = next((f for f in ctx.functions if f.start <= left.start_byte < f.end), None)
+        if fn is None:
+            continue
+        found = [
+            (at, d) for at, d in ctx.declarations(fn).get(text(left), ()) if at < left.start_byte
+        ]
+        if not found:
+            continue
+        at, declared = found[-1]
+        if (
+            declared.parameter
+            or declared.initial is not None
+            or not NARROW_TYPES.match(declared.type)
+        ):
+            continue
+        line = ctx.data.count(b"\n", 0, call.start_byte) + 1
+        ctx.report(
+            at,
+            at + len(declared.type),
+            f"`{text(left)}` is declared `{declared.type}` (32 bits) and holds the {name} "
+            f"result of line {line}; wave64 ballots are 64 bits",
+            fix="Declare it `unsigned long long` (or `auto` at the assignment).",
+        )
+
+
 @hazard("lane-mask-width")
 def lane_mask_width(ctx: Context) -> None:
     if ctx.root is None:
@@ -1132,6 +1244,7 @@ def lane_mask_width(ctx: Context) -> None:
                 "wave64 ballots are 64 bits",
                 fix="Store it in `unsigned long long` (or `auto`).",
             )
+    _ballots_assigned_to_narrow(ctx)
     _bit_counts_of_ballots(ctx)
     for shift in ctx.device_nodes("binary"):
         operator = shift.child_by_field_name("operator")
