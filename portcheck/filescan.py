@@ -28,6 +28,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from portcheck.checks import Context, FunctionInfo, merged_ranges, registered_checks, run_checks
+from portcheck.checks.warp import TEMPLATE_TYPE, WARP_LEVEL, WIDTH_AS_STRIDE
 from portcheck.constexpr_if import constexpr_branches
 from portcheck.discover import looks_like_cuda
 from portcheck.extract import C_LIBRARY_NAMES, CUDA_SHAPE, Extraction, Extractor, guess_family
@@ -151,6 +152,29 @@ DECLARED_NAME = re.compile(
     rb"|\btypedef\b[^;{]*?\b([A-Za-z_]\w*)\s*;",
     re.MULTILINE,
 )
+
+
+# A parameter's name in a function's head: the word before `,`, `)` or a default.
+PARAMETER_NAME = re.compile(rb"([A-Za-z_]\w*)\s*(?:=[^,()]*)?\s*[,)]")
+
+
+def _mark_warp_level(ctx: Context) -> None:
+    """Mark the file's functions whose own bodies hold warp-level code, for the project's
+    answer to callers elsewhere that ask (checks.warp._lane_blind)."""
+    if not ctx.functions:
+        return
+    masked = ctx.masked
+    any_warp_level = WARP_LEVEL.search(masked) is not None
+    template_types = {m.group(1).decode() for m in TEMPLATE_TYPE.finditer(ctx.data)}
+    for fn in ctx.functions:
+        code = masked[fn.start : fn.end]
+        fn.warp_level = (
+            any_warp_level and WARP_LEVEL.search(WIDTH_AS_STRIDE.sub(b"", code)) is not None
+        )
+        if not fn.warp_level and fn.calls:
+            head = code.partition(b"{")[0]
+            named = {m.decode() for m in PARAMETER_NAME.findall(head)} | template_types
+            fn.opaque_calls = fn.calls & named
 
 
 def _declared_names(data: bytes) -> set[str]:
@@ -339,6 +363,7 @@ class FileScanner:
         )
         result.findings = run_checks(ctx, self.ignore)
         result.pending = ctx.pending
+        _mark_warp_level(ctx)
         result.lane_blind_names = set(ctx.memo.get("blind-names", ()))
         return ctx
 

@@ -17,11 +17,14 @@ from __future__ import annotations
 import bisect
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from portcheck.model import AmdPath, Finding, Span
+
+if TYPE_CHECKING:
+    from portcheck.checks import FunctionInfo
 from portcheck.preproc import (
     AMD_TOOLKIT_MACROS,
     DEFINED,
@@ -107,6 +110,13 @@ class Pending(NamedTuple):
     # A call, in NVIDIA-only code beside the project's AMD branch, of a project function
     # `ptx_callee`: reported when that function holds inline PTX (ProjectFacts.ptx_functions).
     ptx_callee: str = ""
+    # Width arithmetic in a function that is lane-blind but for calls of these functions
+    # (comma-separated), which its file does not define: dropped when each is a project
+    # function with no warp-level code in it or in what it calls (ProjectFacts.lane_blind).
+    lane_callees: str = ""
+
+
+LANE_BLIND_DEPTH = 4  # calls followed from another file's function (lane_blind)
 
 
 @dataclass
@@ -228,6 +238,11 @@ class ProjectFacts:
         # The project's functions whose bodies hold inline PTX (set by the scan, from the
         # files' inline-ptx findings): a wrapper such as `ldmatrix_m8n8x4` in another header.
         self.ptx_functions: dict[str, frozenset[str]] = {}
+        # The project's functions by name, and whether a name the project does not define
+        # is a CUDA name (set by the scan when a question needs them: lane_blind).
+        self.functions: dict[str, list[FunctionInfo]] = {}
+        self.known_name: Callable[[str], bool] = lambda name: False
+        self._blind: dict[str, bool] = {}
         # a file's definitions of one name, by offset (_nearest_before)
         self._by_name_and_offset: dict[tuple[str, str], tuple[list[int], list[Definition]]] = {}
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
@@ -645,6 +660,37 @@ class ProjectFacts:
         tests = branch.tests
         return any(self.is_platform_macro(n) for t in tests for n in names_in(t))
 
+    def lane_blind(self, name: str, depth: int = 0) -> bool:
+        """Is every project function named `name` free of warp-level code, and so is what
+        it calls (project functions, CUDA names, casts and value types)? A name the
+        project does not define is not known to be (a library's warp reduction)."""
+        known = self._blind.get(name)
+        if known is not None:
+            return known
+        defined = self.functions.get(name)
+        if not defined or depth > LANE_BLIND_DEPTH:
+            return False
+        from portcheck.checks.warp import NOT_CALLEES, _elementwise_macro
+
+        self._blind[name] = True  # a recursive call adds nothing new
+        result = all(
+            not fn.warp_level
+            and all(
+                (
+                    self.lane_blind(callee, depth + 1)
+                    if callee in self.functions
+                    else self.known_name(callee)
+                    or callee in fn.opaque_calls
+                    or callee in NOT_CALLEES
+                    or _elementwise_macro(callee)
+                )
+                for callee in fn.calls
+            )
+            for fn in defined
+        )
+        self._blind[name] = result
+        return result
+
     def mask_wrappers(self) -> dict[str, tuple[frozenset[int], bool]]:
         """Function-like macros that hand a parameter to a *_sync intrinsic as its lane mask
         (`#define SHFL_XOR_SYNC(mask, var, lane_mask) __shfl_xor_sync((mask), (var),
@@ -1048,6 +1094,10 @@ class ProjectFacts:
                 return None  # not a PTX wrapper, or one of this file (its `asm` is listed)
             if self.placement(finding.path, finding.span.start_byte) != "nvidia":
                 return None  # not a call the AMD branch beside it replaces
+        if pending.lane_callees and all(
+            self.lane_blind(name) for name in pending.lane_callees.split(",")
+        ):
+            return None  # what it calls elsewhere in the project does not use lanes either
         if pending.wrapper:
             positions, amd_drops = self.mask_wrappers().get(pending.wrapper, (frozenset(), False))
             if pending.wrapper_arg not in positions:

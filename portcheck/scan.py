@@ -233,7 +233,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-32"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-33"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -336,6 +336,12 @@ def _assemble(
     # the definitions that answered them, reported where a port changes them.
     answers: dict[str, list[Finding]] = {}
     facts.ptx_functions = _ptx_functions(scans)
+    if any(p.lane_callees for s in scans for p in s.pending):
+        for s in scans:
+            for fn in s.functions:
+                facts.functions.setdefault(fn.name.rsplit("::", 1)[-1], []).append(fn)
+        cuda_names = {u.name for s in scans for u in s.uses}
+        facts.known_name = cuda_names.__contains__
     for file_scan in scans:
         for pending in file_scan.pending:
             found = facts.answer(pending)

@@ -388,6 +388,7 @@ PENDING = Record(
         ("wrapper", STR),
         ("wrapper_arg", INT),
         ("ptx_callee", STR),
+        ("lane_callees", STR),
     ],
 )
 REPORT_TARGET = Record(
@@ -411,6 +412,8 @@ FUNCTION = Record(
         ("calls", STR_SET),
         ("sites", NAMED_LIST),
         ("scoped", BOOL),
+        ("warp_level", BOOL),
+        ("opaque_calls", STR_SET),
     ],
 )
 PY_RULE = Record(

@@ -83,6 +83,12 @@ class FunctionInfo:
     # Defined in a namespace or a class, or out of line with a qualified name: not the
     # global function of its name (`mylib::cudaFree`).
     scoped: bool = False
+    # Its body holds warp-level code (checks.warp.WARP_LEVEL): for callers in other files
+    # that ask whether what they call depends on the lane count.
+    warp_level: bool = False
+    # Names it calls that are its own parameters or the file's template types (a functor
+    # handed in, `scalar_t(x)`): no function of the project's or CUDA's.
+    opaque_calls: set[str] = field(default_factory=set)
 
 
 def nesting(functions: list[FunctionInfo]) -> list[int]:
@@ -175,6 +181,7 @@ class Context:
         wrapper: tuple[str, int] | None = None,
         amd_alternative: bool = False,
         ptx_callee: str = "",
+        lane_callees: str = "",
     ) -> None:
         """Report the current check's hazard (or the catalogue's `slug`) at start..end.
 
@@ -187,14 +194,21 @@ class Context:
         `wrapper=(macro, i)`: only if the project's `macro` passes its i-th parameter to a
         *_sync intrinsic as the lane mask (ProjectFacts.mask_wrappers);
         `amd_alternative=True`: the check itself saw the project's AMD path for this code;
-        `ptx_callee=name`: only if the project's function `name` holds inline PTX."""
+        `ptx_callee=name`: only if the project's function `name` holds inline PTX;
+        `lane_callees="f,g"`: unless those project functions are all lane-blind."""
         spec = catalogue()[slug] if slug is not None else self._current
         assert spec is not None, "report() called outside a registered check"
         span = self.span(start, end)
         macros: tuple[str, ...] = ()
         if spec.slug in DEVICE_CODE_CHECKS and not self.in_device(start):
             macros = self.device_macros_at(start)
-        conditional = bool(macros) or when is not None or wrapper is not None or bool(ptx_callee)
+        conditional = (
+            bool(macros)
+            or when is not None
+            or wrapper is not None
+            or bool(ptx_callee)
+            or bool(lane_callees)
+        )
         if once_per_line:
             key = (spec.slug, span.line)
             if key in self._seen:
@@ -233,6 +247,7 @@ class Context:
                 name,
                 position,
                 ptx_callee,
+                lane_callees,
             )
         )
 

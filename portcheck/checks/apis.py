@@ -307,9 +307,29 @@ def _statements(text: bytes, uses: list[Use]) -> list[list[Use]]:
 MAPPED_BY_NAME = frozenset({"cudnn", "cublaslt"})
 
 
+# `cublasDgemm('N', 'N', m, n, k, …)`: the legacy cuBLAS API (cublas.h), which takes no
+# handle and passes operations as characters.
+LEGACY_BLAS_CALL = re.compile(rb"\s*\(\s*'[A-Za-z]'")
+
+
 @hazard("unsupported-api")
 def unsupported_api(ctx: Context) -> None:
     for use in ctx.uses:
+        if (
+            use.family == "cublas"
+            and use.kind == "function"
+            and LEGACY_BLAS_CALL.match(ctx.data, use.span.end_byte)
+        ):
+            ctx.report(
+                use.span.start_byte,
+                use.span.end_byte,
+                f"`{use.name}` is called in the legacy cuBLAS form (cublas.h: no handle, "
+                "operations as characters); hipBLAS has only the handle-based API",
+                fix="Move the call to the cublas_v2 form (a handle, CUBLAS_OP_N), then translate.",
+                targets=Verdicts(Status.UNSUPPORTED, use.status.zluda, use.status.scale),
+                once_per_line=False,
+            )
+            continue
         if use.rule is None or use.status.hip is not Status.UNSUPPORTED or use.name in SPECIFIC:
             continue
         family = MANUAL_PORT_HEADERS.get(use.name, use.family)

@@ -115,13 +115,27 @@ def arch_conditional(ctx: Context) -> None:
     # One finding per #if/#elif chain of compute-capability tests (a ladder of 16 `#elif
     # __CUDA_ARCH__ == …` is one place to port), at its first test.
     chains: dict[int, list[tuple[Branch, str]]] = {}
+    let_in: dict[int, tuple[Branch, str, str]] = {}  # group -> first test AMD is let into
     for branch in ctx.preproc.branches:
         match = ARCH_COMPARISON.search(branch.test or "")
         if match and (
             evaluate(branch.test or "", amd) == 1
             or amd_takes_in_some_release(branch.test or "", amd)
         ):
-            continue  # `__CUDA_ARCH__ >= 700 || defined(__HIP_PLATFORM_AMD__)`: AMD let in
+            # `__CUDA_ARCH__ >= 700 || defined(USE_ROCM)`: the project's port let its AMD
+            # build into the branch; a test AMD takes for want of `__CUDA_ARCH__` (`||
+            # !defined(__CUDA_ARCH__)`, the host pass) is no port's work.
+            guard = next(
+                (
+                    n
+                    for n in sorted(names_in(branch.test or ""))
+                    if is_amd_guard(n) or looks_like_amd_guard(n)
+                ),
+                None,
+            )
+            if guard is not None and branch.group not in let_in:
+                let_in[branch.group] = (branch, match.group(), guard)
+            continue
         if match and branch.start_byte not in seen:
             seen.add(branch.start_byte)
             deferred = unless_amd_takes(branch.test or "")
@@ -146,6 +160,16 @@ def arch_conditional(ctx: Context) -> None:
             first.start_byte,
             line_end(first.start_byte),
             f"`{test}` selects code by NVIDIA compute capability{more}",
+        )
+    for branch, test, guard in let_in.values():
+        ctx.report(
+            branch.start_byte,
+            line_end(branch.start_byte),
+            f"`{test}` selects code by NVIDIA compute capability; the project's `{guard}` in "
+            "the same test lets its AMD build in",
+            fix="Nothing to change while the AMD build's code in this branch is kept right for "
+            "AMD (what the NVIDIA architectures it is gated on provide, AMD GPUs must too).",
+            amd_alternative=True,
         )
     _device_pass_tests(ctx, amd, line_end)
     for macro in ctx.preproc.macros:

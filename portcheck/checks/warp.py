@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from portcheck.checks import Context, hazard
+from portcheck.checks import METHOD_MARK, Context, hazard
 from portcheck.checks.syntax import (
     call_arguments,
     call_name,
@@ -225,13 +225,14 @@ NOT_CALLEES = frozenset(
 )
 
 
-def _lane_blind(ctx: Context, offset: int) -> bool:
+def _lane_blind(ctx: Context, offset: int) -> bool | frozenset[str]:
     """Is the function around `offset` free of anything that depends on the hardware's
     lane count, and so is everything it calls in this file? Then `tid / 32`, `tid % 32`
     and `[32]` there are block-level index arithmetic (a table copied 32 times against
     shared-memory bank conflicts, a 64-wide block handled as two halves), correct on any
-    wavefront. A call to a function this file does not define and that is not a CUDA
-    name the scan saw keeps the finding: it could be a warp reduction."""
+    wavefront. Calls of functions this file does not define (and that are not CUDA names
+    the scan saw) are returned: then it is lane-blind if those are, which the project
+    answers (one of them could be a warp reduction)."""
     fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
     if fn is None or LANE_WORD.search(fn.name) or _escapes(ctx, offset):
         return False
@@ -250,11 +251,14 @@ def _lane_blind(ctx: Context, offset: int) -> bool:
         by_name.setdefault(f.name, []).append(f)
 
     def blind(function: Any, depth: int) -> bool:
+        """Lane-blind within this file; memo: (that, the other files' functions it and
+        its callees here call)."""
         key = ("lane-blind", function.start)
         known = ctx.memo.get(key)
         if known is not None:
-            return bool(known)
-        ctx.memo[key] = True  # a recursive call adds nothing new
+            return bool(known[0])
+        ctx.memo[key] = (True, ())  # a recursive call adds nothing new
+        outside: set[str] = set()
         # Comments and strings blanked: "fully coalesced loads" in a comment is no warp code.
         body = WIDTH_AS_STRIDE.sub(b"", ctx.masked[function.start : function.end])
         result = WARP_LEVEL.search(body) is None
@@ -273,16 +277,24 @@ def _lane_blind(ctx: Context, offset: int) -> bool:
             defined = by_name.get(name)
             if not defined and _elementwise_macro(name):
                 continue
+            if not defined and not name.startswith(METHOD_MARK):
+                outside.add(name)  # another file's function, perhaps: the project decides
+                continue
             if not defined or depth >= MAX_CALL_DEPTH:
                 result = False
                 break
             if not all(blind(callee, depth + 1) for callee in defined):
                 result = False
                 break
-        ctx.memo[key] = result
+            for callee in defined:
+                outside.update(ctx.memo[("lane-blind", callee.start)][1])
+        ctx.memo[key] = (result, tuple(outside))
         return result
 
-    return blind(fn, 0)
+    if not blind(fn, 0):
+        return False
+    external = ctx.memo[("lane-blind", fn.start)][1]
+    return frozenset(external) if external else True
 
 
 # `max_vector_length = 32;` / `int kWidth = 32;` / `constexpr int lanes{32};`
@@ -523,10 +535,13 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
     if value is None or (isinstance(value, int) and value not in wanted):
         return
     if ctx._current is not None and ctx._current.slug == "warp-size-assumption":
-        if _lane_blind(ctx, start):
+        blind = _lane_blind(ctx, start)
+        if blind is True:
             # the project's width constant read here (`C10_WARP_SIZE`) is read harmlessly
             _read_harmlessly(ctx, node)
             return
+        if blind:  # lane-blind unless a function it calls in another file is not
+            kw["lane_callees"] = ",".join(sorted(blind))
         grouping = _grouping(ctx, start)
         if grouping == "width":
             return  # every shuffle here names its 32-lane width: the groups are deliberate
@@ -556,9 +571,9 @@ OPERAND_TYPES = ("number_literal", "identifier", "parenthesized_expression")
 FLOAT_WHOLE = re.compile(r"(\d+)\.0*[fF]?")
 
 
-# A size named for a piece of the data (`CHUNK_SIZE`, `TILE_DIM`) and not for lanes: its 32
-# is how much data a step holds.
-DATA_TILE_NAME = re.compile(r"(?i)^(?!.*(?:warp|lane|wave|thread|simd)).*(?:chunk|tile)")
+# A size named for a chunk of the data (`CHUNK_SIZE`) and not for lanes: its 32 is how much
+# data a step holds. (Not "tile": `kReduceTileSize` tiles are sized to the warp.)
+DATA_TILE_NAME = re.compile(r"(?i)^(?!.*(?:warp|lane|wave|thread|simd|tile)).*chunk")
 
 
 def _read_harmlessly(ctx: Context, node: Any) -> None:
@@ -567,24 +582,25 @@ def _read_harmlessly(ctx: Context, node: Any) -> None:
     ctx.memo.setdefault("blind-names", set()).update(names_in(text(node)))
 
 
-def _shift_count(node: Any) -> bool:
+def _shift_count(ctx: Context, node: Any) -> bool:
     """Is `node` (perhaps in parentheses) the count of a shift (`1u << (idx & 31)`,
     `word >> (i % 32)`)? Then 31 or 32 is the bit width of the word shifted: a bit
-    signature or a bit vector's index, whatever the index it reduces."""
-    child, parent = node, node.parent
-    while parent is not None and parent.type == "parenthesized_expression":
-        child, parent = parent, parent.parent
-    if parent is None or parent.type != "binary_expression":
-        return False
-    operator = parent.child_by_field_name("operator")
-    right = parent.child_by_field_name("right")
-    return (
-        operator is not None
-        and text(operator) in ("<<", ">>")
-        and right is not None
-        and right.start_byte == child.start_byte
-        and right.end_byte == child.end_byte
-    )
+    signature or a bit vector's index, whatever the index it reduces. (Read from the
+    shifts down, once per file: a node's parent is found by walking from the root.)"""
+    counts = ctx.memo.get("shift-counts")
+    if counts is None:
+        counts = ctx.memo["shift-counts"] = set()
+        for shift in ctx.device_nodes("binary"):
+            operator = shift.child_by_field_name("operator")
+            if operator is None or text(operator) not in ("<<", ">>"):
+                continue
+            right = shift.child_by_field_name("right")
+            while right is not None:
+                counts.add((right.start_byte, right.end_byte))
+                if right.type != "parenthesized_expression" or not right.named_children:
+                    break
+                right = right.named_children[0]
+    return (node.start_byte, node.end_byte) in counts
 
 
 @hazard("warp-size-assumption")
@@ -602,7 +618,7 @@ def warp_size_assumption(ctx: Context) -> None:
         )
         if not wanted or not THREAD_INDEX.search(text(node.child_by_field_name("left"))):
             continue
-        if _shift_count(node):
+        if _shift_count(ctx, node):
             continue  # `1 << (idx & 31)`: a bit of a 32-bit word, bounded by its width
         if _shared_by_ported_function(ctx, node.start_byte):
             _read_harmlessly(ctx, right)
@@ -808,7 +824,14 @@ def width_ladders(ctx: Context) -> None:
 # s[tid] += s[tid + 32]; s[tid] += s[tid + 16]; ... }`, which relies on the first 32
 # threads running in lockstep without a __syncwarp().
 BELOW_A_WARP = re.compile(r"^\s*\(?\s*(?P<index>[^<>]+?)\s*<\s*(?P<bound>\w+)\s*\)?\s*$")
-UNROLLED_STEP = re.compile(rb"\+\s*(?:32|16|8|4|2|1)\s*\]")
+# `s[tid + 16]`: one step of a tree reduction over a warp (an index plus a power of two);
+# not `xs[tid * n + 1]`, a record's second field.
+UNROLLED_STEP = re.compile(rb"\[\s*[A-Za-z_]\w*\s*\+\s*(32|16|8|4|2|1)\s*\]")
+
+
+def _steps(code: bytes) -> int:
+    """How many different steps of a tree reduction `code` takes."""
+    return len(set(UNROLLED_STEP.findall(code)))
 
 
 def warp_synchronous(ctx: Context) -> None:
@@ -818,7 +841,7 @@ def warp_synchronous(ctx: Context) -> None:
             continue
         code = ctx.data[fn.start : fn.end]
         head, _, body = code.partition(b"{")
-        steps = len(UNROLLED_STEP.findall(body))
+        steps = _steps(body)
         if b"volatile" in head and steps >= 2 and b"__syncwarp" not in body:
             ctx.report(
                 fn.start,
@@ -837,7 +860,7 @@ def warp_synchronous(ctx: Context) -> None:
         code = body.text or b""
         if b"__syncwarp" in code:
             continue
-        if b"volatile" not in code and len(UNROLLED_STEP.findall(code)) < 3:
+        if b"volatile" not in code and _steps(code) < 3:
             continue
         bound = condition.named_children[-1] if condition.named_children else None
         target = bound.child_by_field_name("right") if bound is not None else None
@@ -958,6 +981,10 @@ def _bit_counts_of_ballots(ctx: Context) -> None:
             declared = ctx.declared(arg)
             initial = declared.initial if declared is not None else None
             producer = call_name(initial) if initial is not None else None
+            if declared is not None and initial is None:  # `mask = __match_any_sync(…);` later
+                fn = next((f for f in ctx.functions if f.start <= arg.start_byte < f.end), None)
+                assigned = ctx.memo.get("assigned-ballots", {})
+                producer = assigned.get((fn.start, text(arg))) if fn is not None else None
         if producer not in MASK_PRODUCERS:
             continue
         ctx.report(
@@ -1131,8 +1158,10 @@ def _ballots_assigned_to_narrow(ctx: Context) -> None:
     type is the fix (once, however often it is assigned)."""
     for call in ctx.device_nodes("call"):
         name = call_name(call)
-        parent = call.parent
-        if name not in MASK_PRODUCERS or parent is None or parent.type != "assignment_expression":
+        if name not in MASK_PRODUCERS:
+            continue
+        parent = call.parent  # found by walking down from the root: only for these calls
+        if parent is None or parent.type != "assignment_expression":
             continue
         operator, left = parent.child_by_field_name("operator"), parent.child_by_field_name("left")
         if operator is None or text(operator) != "=" or left is None or left.type != "identifier":
@@ -1146,6 +1175,7 @@ def _ballots_assigned_to_narrow(ctx: Context) -> None:
         if not found:
             continue
         at, declared = found[-1]
+        ctx.memo.setdefault("assigned-ballots", {})[(fn.start, text(left))] = name
         if (
             declared.parameter
             or declared.initial is not None
