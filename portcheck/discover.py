@@ -439,7 +439,7 @@ FACT_HEADER_SUFFIXES = (".h", ".hpp", ".hh", ".hxx", ".inl", ".inc", ".ipp", ".t
 PROJECT_FACT_MARKER = re.compile(
     rb"#\s*(?:define|if)|\bconstexpr\b|\bconst\b|\benum\b"
     # a type of its own named like a CUDA library's (`struct cuBool_config`)
-    rb"|\b(?:struct|class|union|using|typedef)\b[^;{]*?\b(?:cu[A-Z_]|CU[a-z_]|cuda|nv[A-Z])"
+    rb"|\b(?:struct|class|union|using)\s+(?:cu[A-Z_]|CU[a-z_]|cuda|nv[A-Z]|__nv_)"
 )
 
 

@@ -28,7 +28,13 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from portcheck.checks import Context, FunctionInfo, merged_ranges, registered_checks, run_checks
-from portcheck.checks.warp import TEMPLATE_TYPE, WARP_LEVEL, WIDTH_AS_STRIDE
+from portcheck.checks.warp import (
+    NOT_CALLEES,
+    TEMPLATE_TYPE,
+    WARP_LEVEL,
+    WARP_WORDS,
+    WIDTH_AS_STRIDE,
+)
 from portcheck.constexpr_if import constexpr_branches
 from portcheck.discover import looks_like_cuda
 from portcheck.extract import C_LIBRARY_NAMES, CUDA_SHAPE, Extraction, Extractor, guess_family
@@ -158,30 +164,58 @@ DECLARED_NAME = re.compile(
 PARAMETER_NAME = re.compile(rb"([A-Za-z_]\w*)\s*(?:=[^,()]*)?\s*[,)]")
 
 
-def _mark_warp_level(ctx: Context) -> None:
-    """Mark the file's functions whose own bodies hold warp-level code, for the project's
-    answer to callers elsewhere that ask (checks.warp._lane_blind)."""
-    if not ctx.functions:
+def mark_warp_level(data: bytes, functions: list[FunctionInfo], cuda_names: set[str]) -> None:
+    """Mark the functions of a file (its text `data`) whose own bodies hold warp-level
+    code, and the names each calls that are its parameters or the file's template types:
+    for the project's answer to callers elsewhere that ask whether what they call depends
+    on the lane count (checks.warp._lane_blind, ProjectFacts.lane_blind). Run only when
+    a question needs the file."""
+    if not functions:
         return
-    masked = ctx.masked
-    any_warp_level = WARP_LEVEL.search(masked) is not None
-    template_types = {m.group(1).decode() for m in TEMPLATE_TYPE.finditer(ctx.data)}
-    for fn in ctx.functions:
-        code = masked[fn.start : fn.end]
-        fn.warp_level = (
-            any_warp_level and WARP_LEVEL.search(WIDTH_AS_STRIDE.sub(b"", code)) is not None
-        )
-        if not fn.warp_level and fn.calls:
-            head = code.partition(b"{")[0]
-            named = {m.decode() for m in PARAMETER_NAME.findall(head)} | template_types
-            fn.opaque_calls = fn.calls & named
+    masked = mask_comments_and_strings(data)
+    hits: list[int] = []
+    if any(word in masked for word in WARP_WORDS):
+        strides = [m.span() for m in WIDTH_AS_STRIDE.finditer(masked)] if b"*" in masked else []
+        for m in WARP_LEVEL.finditer(masked):
+            if m.group() == b"warpSize" and strides:
+                # `* warpSize` as a stride is not warp-level (checks.warp.WIDTH_AS_STRIDE)
+                at = bisect.bisect_right(strides, (m.start(), len(masked))) - 1
+                if at >= 0 and strides[at][0] <= m.start() < strides[at][1]:
+                    continue
+            hits.append(m.start())
+    defined = {fn.name for fn in functions}
+    template_types = (
+        {m.group(1).decode() for m in TEMPLATE_TYPE.finditer(data)}
+        if b"template" in data
+        else set()
+    )
+    for fn in functions:
+        at = bisect.bisect_left(hits, fn.start)
+        fn.warp_level = at < len(hits) and hits[at] < fn.end
+        # Names called that are neither CUDA's, nor casts, nor this file's functions: a
+        # parameter called as a functor, a template type's construction, or another file's.
+        unknown = fn.calls - cuda_names - defined - NOT_CALLEES
+        if fn.warp_level or not unknown:
+            continue
+        brace = masked.find(b"{", fn.start, fn.end)
+        head = masked[fn.start : brace if brace >= 0 else fn.end]
+        named = {m.decode() for m in PARAMETER_NAME.findall(head)} | template_types
+        fn.opaque_calls = unknown & named
+
+
+# The first letters of the CUDA-shaped names a plain header might declare (CUDA_SHAPE).
+CUDA_SHAPED_START = re.compile(
+    rb"\b(?:cu[A-Z_]|CU[a-z_]|cuda|nv[A-Z]|NV[A-Z]|npp|Npp|nccl|NCCL|__nv_)"
+)
 
 
 def _declared_names(data: bytes) -> set[str]:
     """The CUDA-shaped names a header that is not CUDA declares itself: the project's
     own, however NVIDIA-like they look (a header without CUDA in it defines none of
     NVIDIA's)."""
-    names = set()
+    names: set[str] = set()
+    if CUDA_SHAPED_START.search(data) is None:
+        return names
     for match in DECLARED_NAME.finditer(data):
         word = (match.group(1) or match.group(2) or match.group(3)).decode("ascii", "replace")
         if CUDA_SHAPE.fullmatch(word):
@@ -363,7 +397,6 @@ class FileScanner:
         )
         result.findings = run_checks(ctx, self.ignore)
         result.pending = ctx.pending
-        _mark_warp_level(ctx)
         result.lane_blind_names = set(ctx.memo.get("blind-names", ()))
         return ctx
 

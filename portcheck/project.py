@@ -238,10 +238,12 @@ class ProjectFacts:
         # The project's functions whose bodies hold inline PTX (set by the scan, from the
         # files' inline-ptx findings): a wrapper such as `ldmatrix_m8n8x4` in another header.
         self.ptx_functions: dict[str, frozenset[str]] = {}
-        # The project's functions by name, and whether a name the project does not define
-        # is a CUDA name (set by the scan when a question needs them: lane_blind).
-        self.functions: dict[str, list[FunctionInfo]] = {}
+        # The project's functions by name with their files, whether a name the project
+        # does not define is a CUDA name, and what marks a file's functions' warp-level
+        # code (set by the scan when a question needs them: lane_blind).
+        self.functions: dict[str, list[tuple[str, FunctionInfo]]] = {}
         self.known_name: Callable[[str], bool] = lambda name: False
+        self.mark_functions: Callable[[str], None] = lambda path: None
         self._blind: dict[str, bool] = {}
         # a file's definitions of one name, by offset (_nearest_before)
         self._by_name_and_offset: dict[tuple[str, str], tuple[list[int], list[Definition]]] = {}
@@ -673,6 +675,8 @@ class ProjectFacts:
         from portcheck.checks.warp import NOT_CALLEES, _elementwise_macro
 
         self._blind[name] = True  # a recursive call adds nothing new
+        for path, _ in defined:
+            self.mark_functions(path)
         result = all(
             not fn.warp_level
             and all(
@@ -686,7 +690,7 @@ class ProjectFacts:
                 )
                 for callee in fn.calls
             )
-            for fn in defined
+            for _, fn in defined
         )
         self._blind[name] = result
         return result

@@ -23,10 +23,10 @@ from portcheck.cache import (
     tree_key,
 )
 from portcheck.checks.apis import UNKNOWN_API
-from portcheck.discover import MAX_FILE_BYTES, Candidate, discover
+from portcheck.discover import MAX_FILE_BYTES, Candidate, discover, read_regular_file
 from portcheck.excerpts import read_excerpts
 from portcheck.extract import CUDA_SHAPE
-from portcheck.filescan import FileScan, FileScanner
+from portcheck.filescan import FileScan, FileScanner, mark_warp_level
 from portcheck.graph import Node, build_call_graph, kernels_reaching
 from portcheck.model import (
     AmdPath,
@@ -46,6 +46,7 @@ from portcheck.options import (
     ScanOptions,
     parse_targets,
 )
+from portcheck.parse import count_lines, decode_source
 from portcheck.paths import display_path
 from portcheck.preproc import MacroDef
 from portcheck.project import ProjectFacts, parameters_and_body
@@ -339,9 +340,10 @@ def _assemble(
     if any(p.lane_callees for s in scans for p in s.pending):
         for s in scans:
             for fn in s.functions:
-                facts.functions.setdefault(fn.name.rsplit("::", 1)[-1], []).append(fn)
+                facts.functions.setdefault(fn.name.rsplit("::", 1)[-1], []).append((s.path, fn))
         cuda_names = {u.name for s in scans for u in s.uses}
         facts.known_name = cuda_names.__contains__
+        facts.mark_functions = _function_marker(root, scans)
     for file_scan in scans:
         for pending in file_scan.pending:
             found = facts.answer(pending)
@@ -783,6 +785,34 @@ def _nvidia_only_functions(
             if fn.name in only and not fn.is_kernel:
                 ranges.setdefault(scan.path, []).append((fn.start, fn.end))
     return ranges
+
+
+def _function_marker(root: Path, scans: Sequence[FileScan]) -> Callable[[str], None]:
+    """What marks the functions of one scanned file with their warp-level code, reading
+    the file again (once): asked only for files that define a function another file's
+    width arithmetic calls. A file that cannot be read again, or reads differently, keeps
+    its functions unmarked but for what its calls show: its functions count as not
+    lane-blind (nothing is dropped on a guess)."""
+    base = root if root.is_dir() else root.parent
+    by_path = {s.path: s for s in scans}
+    done: set[str] = set()
+
+    def mark(path: str) -> None:
+        if path in done:
+            return
+        done.add(path)
+        scan = by_path.get(path)
+        if scan is None or not scan.functions:
+            return
+        raw = read_regular_file(base / path, MAX_FILE_BYTES)
+        data = decode_source(raw)[0] if isinstance(raw, bytes) else None
+        if data is None or count_lines(data) != scan.lines:
+            for fn in scan.functions:
+                fn.warp_level = True
+            return
+        mark_warp_level(data, scan.functions, {u.name for u in scan.uses})
+
+    return mark
 
 
 def _ptx_functions(scans: Sequence[FileScan]) -> dict[str, frozenset[str]]:

@@ -412,8 +412,6 @@ FUNCTION = Record(
         ("calls", STR_SET),
         ("sites", NAMED_LIST),
         ("scoped", BOOL),
-        ("warp_level", BOOL),
-        ("opaque_calls", STR_SET),
     ],
 )
 PY_RULE = Record(

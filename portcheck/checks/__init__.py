@@ -83,11 +83,10 @@ class FunctionInfo:
     # Defined in a namespace or a class, or out of line with a qualified name: not the
     # global function of its name (`mylib::cudaFree`).
     scoped: bool = False
-    # Its body holds warp-level code (checks.warp.WARP_LEVEL): for callers in other files
-    # that ask whether what they call depends on the lane count.
+    # Set by filescan.mark_warp_level, when the project needs them (not stored): its body
+    # holds warp-level code (checks.warp.WARP_LEVEL); the names it calls that are its own
+    # parameters or the file's template types (a functor handed in, `scalar_t(x)`).
     warp_level: bool = False
-    # Names it calls that are its own parameters or the file's template types (a functor
-    # handed in, `scalar_t(x)`): no function of the project's or CUDA's.
     opaque_calls: set[str] = field(default_factory=set)
 
 

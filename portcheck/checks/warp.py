@@ -175,6 +175,13 @@ WARP_LEVEL = re.compile(
     rb"|thread_block_tile|coalesced|wmma|\bmma|ldmatrix|%laneid|\bvolatile\b|\basm\b"
     rb"|\bwarpSize\b"
 )
+# Words without one of which no text matches WARP_LEVEL (a cheap look before it).
+WARP_WORDS = (
+    b"__shfl", b"__ballot", b"__any", b"__all", b"__activemask", b"__match_", b"__reduce_",
+    b"__lane", b".shfl", b".ballot", b".any", b".all", b".match_", b"tiled_partition",
+    b"thread_block_tile", b"coalesced", b"wmma", b"mma", b"ldmatrix", b"%laneid", b"volatile",
+    b"asm", b"warpSize",
+)  # fmt: skip
 # A split that leaves its function: a member initialised with it (mamba's
 # `lane_id(threadIdx.x & 0x1f)` in a constructor, read by the warp scans of other methods),
 # or a value returned (a `lane_id()` helper): where it is used is not in view, so the
