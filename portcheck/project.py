@@ -1303,7 +1303,7 @@ class ProjectFacts:
                     if definition.name in lane_blind:
                         continue
                     slug, wanted = "warp-size-assumption", 32
-                elif LANE_MASK_NAME.search(definition.name):
+                elif _lane_mask_name(definition.name):
                     slug, wanted = "lane-mask-width", 0xFFFFFFFF
                 else:
                     continue  # the name says nothing: only its uses could (roots above)
@@ -1426,4 +1426,20 @@ WARP_WIDTH_NAME = re.compile(
 LANE_MASK_NAME = re.compile(
     r"(?i)(?:full|warp|lane|all|active|shfl|sync).*mask|mask.*(?:full|warp|lane|all)"
 )
+# Words that make a mask a lane mask whatever else its name says; "all" alone does only in a
+# name of mask words (`MASK_ALL`, not `NBNXN_INTERACTION_MASK_ALL`, a pair-exclusion mask).
+LANE_MASK_WORDS = frozenset({"full", "warp", "lane", "lanes", "active", "shfl", "sync"})
+MASK_NAME_WORDS = LANE_MASK_WORDS | {"all", "mask", "k", "final", "default", "32", "u32", "bits"}
+NAME_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def _lane_mask_name(name: str) -> bool:
+    """Does the name say it is a full-warp lane mask (`FULL_MASK`, `kWarpMask`,
+    `MASK_ALL`)?"""
+    if not LANE_MASK_NAME.search(name):
+        return False
+    words = {w.lower() for w in NAME_WORD.findall(name)}
+    return bool(words & LANE_MASK_WORDS) or words <= MASK_NAME_WORDS
+
+
 Definition = MacroDef | ConstantDef
