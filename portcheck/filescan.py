@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from portcheck.checks import Context, FunctionInfo, merged_ranges, registered_checks, run_checks
 from portcheck.checks.warp import (
+    DECLARED_TYPE,
     NOT_CALLEES,
     TEMPLATE_TYPE,
     WARP_LEVEL,
@@ -130,9 +131,6 @@ SPECIFIER_HEAD = re.compile(
     re.M,
 )
 LAMBDA_SPECIFIER = re.compile(rb"\]\s*([A-Za-z_]\w*)\s*(?=\()")  # `[=] RAJA_DEVICE (int i)`
-DECLARED_TYPE = re.compile(
-    rb"\b(?:struct|class|union|enum)\s+(\w+)|\btypedef\b[^;{}]*?\b(\w+)\s*;|\busing\s+(\w+)\s*="
-)
 WORD = re.compile(rb"[A-Za-z_]\w*")
 CPP_WORDS = frozenset(
     b"""alignas alignof and asm auto bool break case catch char char8_t char16_t char32_t
@@ -188,7 +186,7 @@ def mark_warp_level(data: bytes, functions: list[FunctionInfo], cuda_names: set[
         {m.group(1).decode() for m in TEMPLATE_TYPE.finditer(data)}
         if b"template" in data
         else set()
-    )
+    ) | {m.group(m.lastindex or 1).decode() for m in DECLARED_TYPE.finditer(data)}
     for fn in functions:
         at = bisect.bisect_left(hits, fn.start)
         fn.warp_level = at < len(hits) and hits[at] < fn.end

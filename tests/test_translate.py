@@ -256,7 +256,7 @@ def test_markers_name_only_what_is_a_problem_on_the_chosen_gpu(tmp_path):
     source.write_text(
         "__global__ void lanes(int* out) {\n"
         "    int lane = threadIdx.x % 32;\n"
-        "    out[threadIdx.x] = lane;\n"
+        "    out[threadIdx.x] = __shfl_down_sync(__activemask(), lane, 1);\n"
         "}\n"
     )
     translate(source, tmp_path / "rdna.hip", gpu="rx7900xtx")

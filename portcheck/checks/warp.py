@@ -199,6 +199,11 @@ _WIDTH_NAME = (
 WIDTH_AS_STRIDE = re.compile(rb"\*\s*" + _WIDTH_NAME + rb"\b|\b" + _WIDTH_NAME + rb"\s*\*")
 MAX_CALL_DEPTH = 3
 TEMPLATE_TYPE = re.compile(rb"\b(?:typename|class)\s+([A-Za-z_]\w*)\s*[,>=]")
+# A type the file declares (`struct Tile {`, `typedef … real;`, `using opmath_t = …`): a
+# call of its name is a construction, not a function that could hide warp code.
+DECLARED_TYPE = re.compile(
+    rb"\b(?:struct|class|union|enum)\s+(\w+)|\btypedef\b[^;{}]*?\b(\w+)\s*;|\busing\s+(\w+)\s*="
+)
 # "Calls" that are casts, operators or value-type constructions, not functions that could
 # hide a warp reduction.
 NOT_CALLEES = frozenset(
@@ -241,7 +246,11 @@ def _lane_blind(ctx: Context, offset: int) -> bool | frozenset[str]:
     the scan saw) are returned: then it is lane-blind if those are, which the project
     answers (one of them could be a warp reduction)."""
     fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
-    if fn is None or LANE_WORD.search(fn.name) or _escapes(ctx, offset):
+    if fn is None or _escapes(ctx, offset):
+        return False
+    if LANE_WORD.search(fn.name) and not fn.is_kernel:
+        # a `lane_id()` helper's split is its callers' (a kernel's stays in the kernel:
+        # `moe_sum_reduce_warp_per_token_kernel` partitions tokens among groups of 32)
         return False
     if _beside_amd_branch(ctx, offset, fn):
         return False  # the project's AMD twin changes it: the project's word on it
@@ -252,6 +261,8 @@ def _lane_blind(ctx: Context, offset: int) -> bool | frozenset[str]:
     if template_types is None:  # `template <typename scalar_t>`: `scalar_t(x)` is a cast
         template_types = ctx.memo["template-types"] = {
             m.group(1).decode() for m in TEMPLATE_TYPE.finditer(ctx.data)
+        } | {  # the file's own types and aliases (`using opmath_t = …`): constructions
+            m.group(m.lastindex or 1).decode() for m in DECLARED_TYPE.finditer(ctx.data)
         }
     by_name: dict[str, list[Any]] = {}
     for f in ctx.functions:
