@@ -1236,21 +1236,23 @@ def lane_mask_width(ctx: Context) -> None:
             declared is not None
             and NARROW_TYPES.match(declared.type)
             and (declared.parameter or ctx.value(args[0]) is None)  # else its value decides
-            and not (declared.initial is not None and call_name(declared.initial) in MASK_PRODUCERS)
         ):
             # `unsigned mask = 0xffffffff` as a parameter (its default), or a mask computed
             # at run time into a 32-bit local: HIP's *_sync intrinsics take 64-bit masks only (a
-            # static_assert in amd_warp_sync_functions.h). A ballot stored in one is
-            # reported where it is stored. Once per declaration: the fix is its type.
+            # static_assert in amd_warp_sync_functions.h), so the call does not compile. A
+            # ballot stored in one is reported where it is stored too (its bits are lost
+            # there). Once per declaration: the fix is its type.
             key = ("narrow-mask", id(declared))
             if key in ctx.memo:
                 continue
             ctx.memo[key] = True
+            producer = call_name(declared.initial) if declared.initial is not None else ""
+            held = f", holding a {producer} result," if producer in MASK_PRODUCERS else ""
             ctx.report(
                 args[0].start_byte,
                 args[0].end_byte,
-                f"`{text(args[0])}` passed to {name} is declared `{declared.type}` (32 bits); "
-                "HIP's *_sync intrinsics take a 64-bit mask and wave64 needs 64 lanes",
+                f"`{text(args[0])}`{held} passed to {name} is declared `{declared.type}` (32 "
+                "bits); HIP's *_sync intrinsics take a 64-bit mask and wave64 needs 64 lanes",
                 fix="Declare the mask `unsigned long long` (all ones: `~0ull`).",
             )
         elif ctx.value(args[0]) is None and _in_nvidia_twin(ctx, call.start_byte):
