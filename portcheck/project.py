@@ -22,9 +22,6 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from portcheck.model import AmdPath, Finding, Span
-
-if TYPE_CHECKING:
-    from portcheck.checks import FunctionInfo
 from portcheck.preproc import (
     AMD_TOOLKIT_MACROS,
     DEFINED,
@@ -49,6 +46,9 @@ from portcheck.preproc import (
     top_level_arguments,
     unless_defined,
 )
+
+if TYPE_CHECKING:
+    from portcheck.checks import FunctionInfo
 
 ARCH_COMPARISON = re.compile(r"__CUDA_ARCH__\s*(?:[<>]=?|==|!=)|(?:[<>]=?|==|!=)\s*__CUDA_ARCH__")
 ATTRIBUTE_SPACES = frozenset({"device", "global"})  # `__attribute__((device))`
