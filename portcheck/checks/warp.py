@@ -570,6 +570,7 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
         # performance matter, not a port's. Not reported (the whole-tree sample of DeepSpeed
         # read such notes as false alarms: nothing to change).
         if grouping == "tile":
+            _read_harmlessly(ctx, node)  # `kWARP_SIZE` that only sizes tiles is no finding
             return
         if grouping is not None and grouping.startswith("tile:"):
             tile = grouping[len("tile:") :]
@@ -577,6 +578,7 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
                 ctx.report(start, end, when=(tile, (32,), True), if_unknown=True, fold=False, **kw)
                 return
             if value.replace(" ", "") == tile.replace(" ", ""):
+                _read_harmlessly(ctx, node)
                 return  # `lane % WARP_SIZE` in tiles of WARP_SIZE
     if isinstance(value, int):
         if value in wanted:
