@@ -32,13 +32,18 @@ from portcheck.checks.warp import (
     DECLARED_TYPE,
     NOT_CALLEES,
     TEMPLATE_TYPE,
-    WARP_LEVEL,
-    WARP_WORDS,
-    WIDTH_AS_STRIDE,
+    warp_level_code,
 )
 from portcheck.constexpr_if import constexpr_branches
 from portcheck.discover import looks_like_cuda
-from portcheck.extract import C_LIBRARY_NAMES, CUDA_SHAPE, Extraction, Extractor, guess_family
+from portcheck.extract import (
+    C_LIBRARY_NAMES,
+    CUDA_SHAPE,
+    MACRO_DEFINITION,
+    Extraction,
+    Extractor,
+    guess_family,
+)
 from portcheck.model import (
     CellStart,
     Dependency,
@@ -148,16 +153,6 @@ CPP_WORDS = frozenset(
 FUNCTION_HEAD = re.compile(rb"[\w*&>]\s+(\w+)\s*\([^;{}()]*\)\s*(?:const\s*)?\{")
 
 
-# A type, alias or macro a plain C++ header declares (`struct cuBool_config {`, `using
-# cuMat = …`, `#define cuCheck(x) …`): read lexically, since the header is not parsed.
-DECLARED_NAME = re.compile(
-    rb"\b(?:struct|class|union|enum(?:\s+class|\s+struct)?|using|namespace)\s+([A-Za-z_]\w*)"
-    rb"|^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)"
-    rb"|\btypedef\b[^;{]*?\b([A-Za-z_]\w*)\s*;",
-    re.MULTILINE,
-)
-
-
 # A parameter's name in a function's head: the word before `,`, `)` or a default.
 PARAMETER_NAME = re.compile(rb"([A-Za-z_]\w*)\s*(?:=[^,()]*)?\s*[,)]")
 
@@ -171,16 +166,6 @@ def mark_warp_level(data: bytes, functions: list[FunctionInfo], cuda_names: set[
     if not functions:
         return
     masked = mask_comments_and_strings(data)
-    hits: list[int] = []
-    if any(word in masked for word in WARP_WORDS):
-        strides = [m.span() for m in WIDTH_AS_STRIDE.finditer(masked)] if b"*" in masked else []
-        for m in WARP_LEVEL.finditer(masked):
-            if m.group() == b"warpSize" and strides:
-                # `* warpSize` as a stride is not warp-level (checks.warp.WIDTH_AS_STRIDE)
-                at = bisect.bisect_right(strides, (m.start(), len(masked))) - 1
-                if at >= 0 and strides[at][0] <= m.start() < strides[at][1]:
-                    continue
-            hits.append(m.start())
     defined = {fn.name for fn in functions}
     template_types = (
         {m.group(1).decode() for m in TEMPLATE_TYPE.finditer(data)}
@@ -188,8 +173,7 @@ def mark_warp_level(data: bytes, functions: list[FunctionInfo], cuda_names: set[
         else set()
     ) | {m.group(m.lastindex or 1).decode() for m in DECLARED_TYPE.finditer(data)}
     for fn in functions:
-        at = bisect.bisect_left(hits, fn.start)
-        fn.warp_level = at < len(hits) and hits[at] < fn.end
+        fn.warp_level = warp_level_code(masked[fn.start : fn.end])
         # Names called that are neither CUDA's, nor casts, nor this file's functions: a
         # parameter called as a functor, a template type's construction, or another file's.
         unknown = fn.calls - cuda_names - defined - NOT_CALLEES
@@ -214,8 +198,9 @@ def _declared_names(data: bytes) -> set[str]:
     names: set[str] = set()
     if CUDA_SHAPED_START.search(data) is None:
         return names
-    for match in DECLARED_NAME.finditer(data):
-        word = (match.group(1) or match.group(2) or match.group(3)).decode("ascii", "replace")
+    # its types and aliases (`struct cuBool_config {`, `using cuMat = …`) and macros
+    for match in [*DECLARED_TYPE.finditer(data), *MACRO_DEFINITION.finditer(data)]:
+        word = match.group(match.lastindex or 1).decode("ascii", "replace")
         if CUDA_SHAPE.fullmatch(word):
             names.add(word)
     return names

@@ -790,9 +790,8 @@ def _nvidia_only_functions(
 def _function_marker(root: Path, scans: Sequence[FileScan]) -> Callable[[str], None]:
     """What marks the functions of one scanned file with their warp-level code, reading
     the file again (once): asked only for files that define a function another file's
-    width arithmetic calls. A file that cannot be read again, or reads differently, keeps
-    its functions unmarked but for what its calls show: its functions count as not
-    lane-blind (nothing is dropped on a guess)."""
+    width arithmetic calls. The functions of a file that cannot be read again, or reads
+    differently, count as warp-level (nothing is dropped on a guess)."""
     base = root if root.is_dir() else root.parent
     by_path = {s.path: s for s in scans}
     done: set[str] = set()

@@ -175,13 +175,14 @@ WARP_LEVEL = re.compile(
     rb"|thread_block_tile|coalesced|wmma|\bmma|ldmatrix|%laneid|\bvolatile\b|\basm\b"
     rb"|\bwarpSize\b"
 )
-# Words without one of which no text matches WARP_LEVEL (a cheap look before it).
-WARP_WORDS = (
-    b"__shfl", b"__ballot", b"__any", b"__all", b"__activemask", b"__match_", b"__reduce_",
-    b"__lane", b".shfl", b".ballot", b".any", b".all", b".match_", b"tiled_partition",
-    b"thread_block_tile", b"coalesced", b"wmma", b"mma", b"ldmatrix", b"%laneid", b"volatile",
-    b"asm", b"warpSize",
-)  # fmt: skip
+
+
+def warp_level_code(masked: bytes) -> bool:
+    """Does code (comments and strings blanked) hold warp-level code, once the warp width
+    used as a stride is set aside?"""
+    return WARP_LEVEL.search(WIDTH_AS_STRIDE.sub(b"", masked)) is not None
+
+
 # A split that leaves its function: a member initialised with it (mamba's
 # `lane_id(threadIdx.x & 0x1f)` in a constructor, read by the warp scans of other methods),
 # or a value returned (a `lane_id()` helper): where it is used is not in view, so the
@@ -278,8 +279,7 @@ def _lane_blind(ctx: Context, offset: int) -> bool | frozenset[str]:
         ctx.memo[key] = (True, ())  # a recursive call adds nothing new
         outside: set[str] = set()
         # Comments and strings blanked: "fully coalesced loads" in a comment is no warp code.
-        body = WIDTH_AS_STRIDE.sub(b"", ctx.masked[function.start : function.end])
-        result = WARP_LEVEL.search(body) is None
+        result = not warp_level_code(ctx.masked[function.start : function.end])
         # A functor parameter (`const Reduction& r`, called as `r(a, b)`): the combining
         # operation handed to a reduction, elementwise as far as this function goes.
         parameters = {
@@ -453,9 +453,18 @@ def _branches_beside_amd(ctx: Context, offset: int, fn: Any) -> Iterator[Any]:
             continue
         if branch.start_byte <= fn.start and fn.end <= branch.end_byte:
             continue
-        tests = [t for b in ctx.preproc.branches if b.group == branch.group for t in b.tests]
-        if any(_selects_amd(t) for t in tests):
+        if branch.group in _amd_groups(ctx):
             yield branch
+
+
+def _amd_groups(ctx: Context) -> frozenset[Any]:
+    """The file's conditionals (by group) one of whose tests picks out an AMD build."""
+    groups = ctx.memo.get("amd-groups")
+    if groups is None:
+        groups = ctx.memo["amd-groups"] = frozenset(
+            b.group for b in ctx.preproc.branches if any(_selects_amd(t) for t in b.tests)
+        )
+    return groups
 
 
 def _shared_by_ported_function(ctx: Context, offset: int) -> bool:
@@ -466,22 +475,12 @@ def _shared_by_ported_function(ctx: Context, offset: int) -> bool:
     fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
     if fn is None:
         return False
-    spans = ctx.memo.get("amd-conditional-spans")
-    if spans is None:
-        groups: dict[Any, list[Any]] = {}
-        for branch in ctx.preproc.branches:
-            groups.setdefault(branch.group, []).append(branch)
-        spans = ctx.memo["amd-conditional-spans"] = [
-            (b.start_byte, b.end_byte)
-            for group in groups.values()
-            if any(_selects_amd(t) for b in group for t in b.tests)
-            for b in group
-        ]
+    amd = _amd_groups(ctx)
     ported = False
-    for start, end in spans:
-        if start < fn.start or end > fn.end:
-            continue  # around the function, or elsewhere
-        if start <= offset < end:
+    for branch in ctx.preproc.branches:
+        if branch.group not in amd or branch.start_byte < fn.start or branch.end_byte > fn.end:
+            continue  # not an AMD conditional's, or around the function, or elsewhere
+        if branch.start_byte <= offset < branch.end_byte:
             return False
         ported = True
     return ported
