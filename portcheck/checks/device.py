@@ -8,6 +8,7 @@ from typing import Any
 from portcheck.checks import Context, hazard
 from portcheck.checks.syntax import call_name, text
 from portcheck.preproc import (
+    AMD_PASS_GUARDS,
     Branch,
     amd_takes_in_some_release,
     branch_condition_value,
@@ -250,6 +251,54 @@ def _holds_code(masked: bytes, branch: Branch) -> bool:
 
 DEFINING_DIRECTIVE = re.compile(rb"#\s*(?:define|undef|include)\b")
 
+# What device code cannot do: a host branch holding one fails to compile in a device pass
+# (exceptions, the host's streams and exit). `printf`, `assert` and `abort` work on both.
+HOST_ONLY_WORDS = re.compile(
+    rb"\b(?:throw|try\s*\{|catch\s*\(|std::(?:cout|cerr|clog)\b|(?:std::)?(?:fprintf|fputs|exit)\s*\()"
+)
+
+
+def _host_only_word(ctx: Context, branch: Branch) -> str | None:
+    """The first host-only word in `branch` when it lies in device code (a `__device__` or
+    `__host__ __device__` function), else None."""
+    if not ctx.in_device(branch.start_byte):
+        return None
+    match = HOST_ONLY_WORDS.search(ctx.masked, branch.start_byte, branch.end_byte)
+    if match is None:
+        return None
+    word = match.group().decode()
+    return word.rstrip("({ \t\n").strip()
+
+
+def _widened_device_pass(ctx: Context, branch: Branch, amd: Any, line_end: Any) -> bool:
+    """`#if defined(__CUDA_ARCH__) || defined(USE_ROCM)`: NVIDIA's device-pass test that
+    the project's port widened with its AMD switch (both passes of its AMD build take the
+    branch). Reported as NVIDIA code with its AMD alternative, as the compute-capability
+    tests the port widened are; True when reported. Not for `__HIP_DEVICE_COMPILE__`,
+    which is the device-pass test written for both compilers."""
+    test = branch.test or ""
+    if "||" not in test or ARCH_COMPARISON.search(test):
+        return False
+    if not any(DEVICE_PASS_TEST.fullmatch(part.strip()) for part in test.split("||")):
+        return False
+    names = names_in(test)
+    if names & AMD_PASS_GUARDS or evaluate(test, amd) != 1:
+        return False
+    guard = next((n for n in sorted(names) if is_amd_guard(n) or looks_like_amd_guard(n)), None)
+    if guard is None or not _holds_code(ctx.masked, branch):
+        return False
+    if ctx.masked.find(b"__CUDA_ARCH__", line_end(branch.start_byte), branch.end_byte) >= 0:
+        return True  # the compute-capability test inside is reported, with the same note
+    ctx.report(
+        branch.start_byte,
+        line_end(branch.start_byte),
+        f"`{branch.directive}` tests for NVIDIA's device pass; the project's `{guard}` in "
+        "the same test lets both passes of its AMD build in",
+        fix="Nothing to change while the code in this branch compiles for AMD in both passes.",
+        amd_alternative=True,
+    )
+    return True
+
 
 def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
     """`#ifdef __CUDA_ARCH__` marks NVIDIA's device pass, and hipcc does not define it: an
@@ -266,11 +315,34 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
     for branch in ctx.preproc.branches:
         test = branch.test or ""
         plain = DEVICE_PASS_TEST.fullmatch(test.strip()) is not None
+        if not plain and _widened_device_pass(ctx, branch, amd, line_end):
+            continue
         if not plain and (not _device_pass_part(test) or ARCH_COMPARISON.search(test)):
             continue  # a compute-capability comparison is reported as such
         if not _holds_code(ctx.masked, branch):
             continue  # only a `#pragma message` or `#warning`: nothing to lose
         siblings = [b for b in groups[branch.group] if b is not branch]
+        host_pass = NOT_DEVICE_PASS.fullmatch(test.strip()) is not None
+        if host_pass and not any(
+            b.test is not None and evaluate(b.test, amd) != 0 for b in siblings
+        ):
+            # `#ifndef __CUDA_ARCH__` around `throw` in a `__host__ __device__` function:
+            # the AMD device pass compiles the host's code, which device code cannot run.
+            word = _host_only_word(ctx, branch)
+            if word is not None:
+                ctx.report(
+                    branch.start_byte,
+                    line_end(branch.start_byte),
+                    f"`{branch.directive}` tests for NVIDIA's host pass; hipcc does not "
+                    f"define `__CUDA_ARCH__`, so an AMD device pass compiles this host code "
+                    f"(`{word}`), which device code cannot run",
+                    fix="Test `!defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)`.",
+                    # unless the project defines `__CUDA_ARCH__` for its AMD build itself
+                    when=(test, (1,), False),
+                    directive=True,
+                    if_unknown=True,
+                )
+                continue
         # the other branches an AMD build may take (or this file cannot rule out)
         open_to_amd = [b for b in siblings if b.test is not None and evaluate(b.test, amd) != 0]
         amd_sibling = next(
@@ -309,12 +381,23 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
             continue
         if open_to_amd:
             continue  # a branch beside it this file cannot rule out for AMD
-        has_else = any(b.test is None for b in siblings)
-        if has_else and not DEVICE_ONLY_WORDS.search(
-            ctx.masked, branch.start_byte, branch.end_byte
+        other = next((b for b in siblings if b.test is None), None)
+        host_word = _host_only_word(ctx, other) if other is not None else None
+        if (
+            other is not None
+            and host_word is None
+            and not DEVICE_ONLY_WORDS.search(ctx.masked, branch.start_byte, branch.end_byte)
         ):
             continue  # `cuda_arch[0] = __CUDA_ARCH__;` `#else` nothing: the same on both
-        lost = "runs the `#else` (host) code instead" if has_else else "compiles nothing here"
+        if host_word is not None:
+            lost = (
+                f"compiles the `#else` (host) code, with `{host_word}`, which device code "
+                "cannot run"
+            )
+        elif other is not None:
+            lost = "runs the `#else` (host) code instead"
+        else:
+            lost = "compiles nothing here"
         ctx.report(
             branch.start_byte,
             line_end(branch.start_byte),

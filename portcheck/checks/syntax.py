@@ -29,6 +29,7 @@ DEVICE_TYPES = {
     "call_expression": "call",
     "init_declarator": "init",
     "launch_bounds": "bounds",
+    "if_statement": "if",
 }
 
 

@@ -56,6 +56,17 @@ SYNC_INTRINSICS = frozenset(
 MASK_PRODUCERS = frozenset(
     {"__ballot_sync", "__ballot", "__activemask", "__match_any_sync", "__match_all_sync"}
 )
+# A project's wrapper named for a ballot (`WARP_BALLOT`, `warp_ballot`), often defined in a
+# header outside the scanned folder: its result is a ballot's, 64 bits on wave64 too.
+BALLOT_WRAPPER = re.compile(r"(?i)(?:\w*_)?(?:warp_?)?ballot(?:_sync)?")
+
+
+def _ballot_producer(name: str | None) -> bool:
+    return name is not None and (
+        name in MASK_PRODUCERS or BALLOT_WRAPPER.fullmatch(name) is not None
+    )
+
+
 NARROW_TYPES = re.compile(r"^(?:unsigned(?:\s+int)?|int|uint32_t|uint|unsigned\s+long|int32_t)$")
 MASK_TYPE_WORD = re.compile(rb"(?i)mask|ballot|lane|warp|wave|bits")
 WIDE_TYPES = re.compile(
@@ -702,6 +713,239 @@ def warp_size_assumption(ctx: Context) -> None:
                 fix="Start at `warpSize / 2` so all 64 lanes of a CDNA wavefront are reduced.",
             )
     _unrolled_reductions(ctx)
+    _first_warp_guards(ctx)
+    _launches_counting_warps(ctx)
+
+
+def _first_warp_guards(ctx: Context) -> None:
+    """`if (tid < 32)` around a reduction over the hardware's width (`for (int d =
+    warpSize / 2; …) v += __shfl_xor_sync(…, v, d)`): the first 32 threads taken as the
+    block's first warp. On CDNA they are half a wavefront, and the shuffles read lanes
+    32-63, which the guard left idle. Not when the shuffles keep to 32 lanes themselves
+    (offsets from 16, widths of 32): the guard and they agree."""
+    if b"warpSize" not in ctx.data or SHUFFLE_WORD.search(ctx.data) is None:
+        return
+    for statement in ctx.device_nodes("if"):
+        condition = statement.child_by_field_name("condition")
+        body = statement.child_by_field_name("consequence")
+        if condition is None or body is None:
+            continue
+        test = condition.named_children[0] if condition.named_children else None
+        while test is not None and test.type == "parenthesized_expression" and test.named_children:
+            test = test.named_children[0]
+        if test is None or test.type != "binary_expression":
+            continue
+        operator = test.child_by_field_name("operator")
+        left, right = test.child_by_field_name("left"), test.child_by_field_name("right")
+        if operator is None or text(operator) != "<" or left is None or right is None:
+            continue
+        if right.type not in OPERAND_TYPES or not _thread_index(ctx, left):
+            continue
+        code = ctx.masked[body.start_byte : body.end_byte]
+        if SHUFFLE_WORD.search(code) is None or WARP_WIDE_STEP.search(code) is None:
+            continue
+        _report_if(
+            ctx,
+            right,
+            (32,),
+            test.start_byte,
+            test.end_byte,
+            message=f"`{text(test)}` takes 32 threads as a warp, but the shuffles it guards "
+            "step over `warpSize` lanes: on CDNA they read lanes 32-63 of a 64-wide "
+            "wavefront, which the guard left idle",
+            fix="Guard with `< warpSize` (and size what it reads for 64 lanes).",
+        )
+
+
+# A shuffle, CUDA's or a project's wrapper of one (`GpuShuffleXorSync`, `WARP_SHFL_XOR`).
+SHUFFLE_WORD = re.compile(rb"(?i)shfl|shuffle")
+# A shuffle step or width taken from the hardware's lane count.
+WARP_WIDE_STEP = re.compile(rb"\bwarpSize\s*(?:/|>>)|\bwarpSize\s*\)")
+
+
+def _thread_index(ctx: Context, node: Any) -> bool:
+    """Is `node` a thread index: named like one, or a local initialised from one?"""
+    if THREAD_INDEX.search(text(node)):
+        return True
+    declared = ctx.declared(node)
+    initial = declared.initial if declared is not None else None
+    return initial is not None and "threadIdx" in text(initial)
+
+
+def _launches_counting_warps(ctx: Context) -> None:
+    """A launch whose block is sized as a number of 32-thread warps (`threads = 32 *
+    thread_m`, `<<<blocks, 24 * WS>>>`), or whose grid counts the block's warps as its size
+    over 32 (`(n + BLOCK_SIZE/32 - 1) / (BLOCK_SIZE/32)` beside `<<<grid, BLOCK_SIZE>>>`),
+    of a kernel in this file that depends on the hardware's lane count: on CDNA the block
+    holds half as many wavefronts as the kernel is given warps. Not when the kernel is
+    lane-blind or groups its lanes itself (explicit shuffle widths, tiles of 32)."""
+    if ctx.root is None or b"<<<" not in ctx.data:
+        return
+    kernels: dict[str, Any] = {}
+    for fn in ctx.functions:
+        if fn.is_kernel:
+            kernels.setdefault(fn.name, fn)
+    if not kernels:
+        return
+    for use in ctx.uses_named(["<<<>>>"]):
+        if use.in_device_code:
+            continue
+        launch = ctx.root.descendant_for_byte_range(use.span.start_byte, use.span.end_byte)
+        if launch is None or launch.type != "kernel_call_syntax":
+            continue
+        call = launch.parent
+        callee = call.child_by_field_name("function") if call is not None else None
+        name = KERNEL_NAME.match(text(callee)) if callee is not None else None
+        kernel = kernels.get(name.group(1)) if name else None
+        config = launch.named_children
+        if kernel is None or len(config) < 2:
+            continue
+        host = _innermost(ctx, launch.start_byte)
+        block_x = _first_extent(ctx, host, config[1])
+        if block_x is None:
+            continue
+        block_text = text(block_x)
+        if block_x.type == "identifier" and host is not None:
+            # `dim3 blocks(BLOCK_SIZE);` reads as a function's declaration to the grammar
+            vexing = re.search(
+                rb"\bdim3\s+" + re.escape(block_text.encode()) + rb"\s*\(\s*(\w+)\s*\)\s*;",
+                ctx.masked[host.start : launch.start_byte],
+            )
+            if vexing:
+                block_text = vexing.group(1).decode()
+        found = _factor_of_32(ctx, block_x)
+        if found is not None:
+            operand, value = found
+            what = f"gives its block `{block_text}` threads, counted in 32-thread warps"
+        else:
+            grid = _resolved(ctx, host, config[0])
+            division = _warps_per_block(ctx, grid, block_text)
+            if division is None:
+                continue
+            operand, value = division.child_by_field_name("right"), 32
+            what = f"sizes its grid by `{text(division)}` warps per block"
+        if _splits_by_32(ctx, kernel, text(operand)):
+            continue  # `threadIdx.x / 32` in the kernel too: its warps are the launch's
+        blind = _lane_blind(ctx, kernel.start)
+        if blind is True:
+            continue
+        grouping = _grouping(ctx, kernel.start)
+        if grouping in ("width", "tile") or (grouping or "").startswith("tile:"):
+            continue  # its groups are 32 lanes on purpose: as many as the launch counts
+        kw: dict[str, Any] = {}
+        if blind:
+            kw["lane_callees"] = ",".join(sorted(blind))
+        if isinstance(value, str):
+            kw["when"] = (value, (32,), False)
+        ctx.report(
+            operand.start_byte,
+            operand.end_byte,
+            message=f"the launch of `{kernel.name}` {what}; a CDNA wavefront is 64 threads, "
+            "so the block holds half the warps the launch counts",
+            fix="Size the launch from the device's warp size (`hipDeviceProp_t::warpSize` or "
+            "`hipDeviceAttributeWarpSize`).",
+            fold=False,
+            **kw,
+        )
+
+
+def _splits_by_32(ctx: Context, kernel: Any, factor: str) -> bool:
+    """Does the kernel split its threads into warps of 32 itself (`threadIdx.x / 32`, `>>
+    5`, `& 31`, `% WS` with the launch's own factor)? Then the launch's warps are the
+    kernel's; whether that split is a hazard is the kernel's finding."""
+    names = "32" if factor == "32" or not factor.isidentifier() else f"32|{re.escape(factor)}"
+    split = re.compile(rf"(?:/|%)\s*(?:{names})\b|>>\s*5\b|&\s*(?:31|0x1[fF])\b".encode())
+    return split.search(ctx.masked, kernel.start, kernel.end) is not None
+
+
+KERNEL_NAME = re.compile(r"\s*(?:::)?(?:\w+::)*(\w+)")
+
+
+def _innermost(ctx: Context, offset: int) -> Any:
+    around = [f for f in ctx.functions if f.start <= offset < f.end]
+    return max(around, key=lambda f: f.start) if around else None
+
+
+def _resolved(ctx: Context, fn: Any, node: Any) -> Any:
+    """`node`, or the initialiser of the local it names when `fn` declares it once with
+    one (`int threads = 32 * thread_m;`, `dim3 grid(...)`)."""
+    while node is not None and node.type == "parenthesized_expression" and node.named_children:
+        node = node.named_children[0]
+    if fn is None or node is None or node.type != "identifier":
+        return node
+    found = ctx.declarations(fn).get(text(node))
+    if not found or len(found) != 1 or found[0][1].parameter or found[0][1].initial is None:
+        return node
+    return found[0][1].initial
+
+
+def _first_extent(ctx: Context, fn: Any, node: Any) -> Any:
+    """The x extent of a launch's block argument: the expression itself, or the first of a
+    `dim3(...)`, `dim3 b(...)` or `{...}`."""
+    node = _resolved(ctx, fn, node)
+    if node is None:
+        return None
+    if node.type == "call_expression" and text(node.child_by_field_name("function")) == "dim3":
+        node = node.child_by_field_name("arguments")
+    if node is not None and node.type in ("argument_list", "initializer_list"):
+        extents = node.named_children
+        if len(extents) != 1:
+            return None  # `dim3(32, 8)`: rows of 32 threads, a layout of its own
+        node = extents[0]
+    return node
+
+
+def _factor_of_32(ctx: Context, node: Any) -> tuple[Any, int | str] | None:
+    """In a product (`32 * thread_m`, `kWarps * WARP_SIZE`), the factor whose value is or
+    may be 32 and that value (an expression the project decides when named)."""
+    while node is not None and node.type == "parenthesized_expression" and node.named_children:
+        node = node.named_children[0]
+    if node is None or node.type != "binary_expression":
+        return None
+    operator = node.child_by_field_name("operator")
+    if operator is None or text(operator) != "*":
+        return None
+    sides = [node.child_by_field_name("left"), node.child_by_field_name("right")]
+    for operand, other in ((sides[0], sides[1]), (sides[1], sides[0])):
+        if operand is None:
+            continue
+        if other is not None and re.search(
+            r"/\s*\(?\s*" + re.escape(text(operand)) + r"\b", text(other)
+        ):
+            continue  # `((n + 31) / 32) * 32`: n rounded up to whole warps, not a warp count
+        if operand.type == "binary_expression":
+            inner = _factor_of_32(ctx, operand)
+            if inner is not None:
+                return inner
+            continue
+        if operand.type not in OPERAND_TYPES:
+            continue
+        value = ctx.value(operand)
+        if operand.type != "number_literal" and not WIDTH_FACTOR_NAME.search(text(operand)):
+            continue  # `TILE * 8`: a 32 that is not said to be the warp's
+        if value == 32 or isinstance(value, str):
+            return operand, value
+    return None
+
+
+# A factor named for the warp width (`WARP_SIZE`, `kWarpSize`, HeCBench's `WS`).
+WIDTH_FACTOR_NAME = re.compile(WARP_WIDTH_NAME.pattern + r"|^WS$")
+
+
+def _warps_per_block(ctx: Context, grid: Any, block: str) -> Any:
+    """The division `block / 32` inside a grid's expression, or None."""
+    if grid is None:
+        return None
+    wanted = block.replace(" ", "")
+    for division in descendants(grid, "binary_expression"):
+        operator = division.child_by_field_name("operator")
+        left = division.child_by_field_name("left")
+        right = division.child_by_field_name("right")
+        if operator is None or text(operator) != "/" or left is None or right is None:
+            continue
+        if text(left).replace(" ", "") == wanted and ctx.value(right) == 32:
+            return division
+    return None
 
 
 # Offsets that make a butterfly or tree reduction over 32 lanes when written out.
@@ -1004,7 +1248,7 @@ def _bit_counts_of_ballots(ctx: Context) -> None:
                 fn = next((f for f in ctx.functions if f.start <= arg.start_byte < f.end), None)
                 assigned = ctx.memo.get("assigned-ballots", {})
                 producer = assigned.get((fn.start, text(arg))) if fn is not None else None
-        if producer not in MASK_PRODUCERS:
+        if not _ballot_producer(producer):
             continue
         ctx.report(
             call.start_byte,
@@ -1177,7 +1421,7 @@ def _ballots_assigned_to_narrow(ctx: Context) -> None:
     type is the fix (once, however often it is assigned)."""
     for call in ctx.device_nodes("call"):
         name = call_name(call)
-        if name not in MASK_PRODUCERS:
+        if not _ballot_producer(name):
             continue
         parent = call.parent  # found by walking down from the root: only for these calls
         if parent is None or parent.type != "assignment_expression":
@@ -1248,7 +1492,7 @@ def lane_mask_width(ctx: Context) -> None:
                 continue
             ctx.memo[key] = True
             producer = call_name(declared.initial) if declared.initial is not None else ""
-            held = f", holding a {producer} result," if producer in MASK_PRODUCERS else ""
+            held = f", holding a {producer} result," if _ballot_producer(producer) else ""
             ctx.report(
                 args[0].start_byte,
                 args[0].end_byte,
@@ -1282,7 +1526,7 @@ def lane_mask_width(ctx: Context) -> None:
         value = declarator.child_by_field_name("value")
         if value is None or value.type != "call_expression":
             continue
-        if call_name(value) not in MASK_PRODUCERS and not _coalesced_ballot(ctx, value):
+        if not _ballot_producer(call_name(value)) and not _coalesced_ballot(ctx, value):
             continue
         declaration = declarator.parent
         type_node = declaration.child_by_field_name("type") if declaration is not None else None
