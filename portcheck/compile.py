@@ -922,7 +922,11 @@ def _classify_code_errors(
         if explained:
             result.failure_class = "port-problem"
             result.finding_ids = sorted({f.id for f in explained})
-            result.explanation = "; ".join(sorted({f"{f.id} {f.slug}" for f in explained}))
+            # what the finding says, not only its id: `PC014 unsupported-api: `__grid_constant__`
+            # has no HIP equivalent`
+            result.explanation = "; ".join(
+                sorted({f"{f.id} {f.slug}: {f.message}" for f in explained})
+            )
             return
     for diagnostic in errors:
         if _cuda_name_left(result, diagnostic.message):

@@ -63,10 +63,14 @@ CUDA_SHAPE_FIRST = "cCnN_"  # the first characters CUDA_SHAPE's alternatives can
 # (`CUBLASLT_MATMUL_TILE_128x200`, `CUB_ALIGN`).
 BROAD_NAMES = re.compile(
     r"__(?!(?:global|device|host|shared|constant|forceinline|noinline|managed|restrict|align"
-    r"|launch_bounds|grid_constant|LINE|FILE|func)__\b)\w+"
+    r"|launch_bounds|LINE|FILE|func)__\b)\w+"
     r"|(?:CUBLAS|CUBLASLT|CUSPARSE|CUSPARSELT|CUSOLVER|CUSOLVERRF|CURAND|CUFFT|CUDNN|CUTENSOR"
     r"|CUPTI|NVRTC|NCCL|NVTX|NVJPEG|NVML|NVJITLINK|NPP|CUFILE|CUDA|CU|CUB|NVVM|NVCL)_\w+"
 )
+
+# Qualifiers the grammar reads as keywords that HIP does not define: uses of a CUDA name
+# (a kernel parameter `const __grid_constant__ Params p` does not compile with hipcc 5.2).
+QUALIFIER_USES = frozenset({"__grid_constant__"})
 
 CUDA_HEADER_SHAPE = re.compile(
     r"(?:cuda\w*|cudla|cu(?:blas|blasLt|rand|fft|sparse|solver\w*|dnn|tensor|Complex|_fp16|_bf16|_fp8)\w*"
@@ -681,6 +685,8 @@ class Extractor:
                     define(token.decode(), start)  # `cudaExternalMemory_t cudaMem;` in a class
                 continue
             if kind not in NAME_NODES:
+                if kind in QUALIFIER_USES:  # a keyword to the grammar, a name HIP lacks
+                    add(kind, "macro", self.rules.lookup(kind), start, end)
                 continue
             self._classify_name_node(
                 node, path, depth, token, aliases, using_namespaces, add, define, variables

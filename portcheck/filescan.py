@@ -32,6 +32,8 @@ from portcheck.checks.warp import (
     DECLARED_TYPE,
     NOT_CALLEES,
     TEMPLATE_TYPE,
+    own_groups,
+    split_divisors,
     warp_level_code,
 )
 from portcheck.constexpr_if import constexpr_branches
@@ -174,6 +176,9 @@ def mark_warp_level(data: bytes, functions: list[FunctionInfo], cuda_names: set[
     ) | {m.group(m.lastindex or 1).decode() for m in DECLARED_TYPE.finditer(data)}
     for fn in functions:
         fn.warp_level = warp_level_code(masked[fn.start : fn.end])
+        if fn.is_kernel:
+            fn.split_by = split_divisors(masked, fn.start, fn.end)
+            fn.own_groups = own_groups(masked[fn.start : fn.end])
         # Names called that are neither CUDA's, nor casts, nor this file's functions: a
         # parameter called as a functor, a template type's construction, or another file's.
         unknown = fn.calls - cuda_names - defined - NOT_CALLEES

@@ -877,10 +877,12 @@ def looks_like_amd_guard(name: str) -> bool:
 # A switch named after a library only NVIDIA has (kineto's `HAS_CUPTI`, `USE_CUDNN`,
 # `HYPRE_USING_CUSPARSE`: ROCm's counterparts go by other names) is read the same way, and so
 # is one named after an NVIDIA-only tool (Aluminum's `AL_HAS_NVPROF`, `USE_NVTX`: ROCm
-# profiles through roctx, and its SHMEM and SMI libraries have other names).
+# profiles through roctx, and its SHMEM and SMI libraries have other names), or after
+# NVIDIA's assembly (`USE_PTX`, `__PTX__`: inline PTX compiled only when asked for, beside
+# a portable `#else`).
 NVIDIA_NAME = re.compile(
     r"(?:^|_)(?:CUDA|CUPTI|CUDNN|CUBLAS|CUBLASLT|CUSPARSE|CUSOLVER|CUFFT|CURAND|CUTLASS"
-    r"|NVPROF|NVTX|NVSHMEM|NVML)_?_?$"
+    r"|NVPROF|NVTX|NVSHMEM|NVML|PTX)_?_?$"
     r"|(?:^|_)PLATFORM_(?:NVCC|NVIDIA)_?_?$"
 )
 

@@ -114,6 +114,11 @@ class Pending(NamedTuple):
     # (comma-separated), which its file does not define: dropped when each is a project
     # function with no warp-level code in it or in what it calls (ProjectFacts.lane_blind).
     lane_callees: str = ""
+    # Launches of the project's kernels defined in other files ("kernel:factor", comma-
+    # separated) that count their warps in 32 threads: reported when one of the kernels
+    # depends on the lane count and neither splits its threads by 32 (or the launch's
+    # factor) itself nor groups its lanes on purpose (ProjectFacts.answer).
+    launched: str = ""
 
 
 LANE_BLIND_DEPTH = 4  # calls followed from another file's function (lane_blind)
@@ -695,6 +700,21 @@ class ProjectFacts:
         self._blind[name] = result
         return result
 
+    def _counts_hardware_warps(self, launched: str) -> bool:
+        """`launched` = "kernel:factor": is the kernel the project's, and do its warps
+        follow the hardware's lane count: not lane-blind, no split of its threads by 32 (or
+        by the launch's factor) of its own, no tiles or shuffle widths of 32? (A kernel the
+        project does not define is no question for it.)"""
+        kernel, _, factor = launched.partition(":")
+        defined = [(path, fn) for path, fn in self.functions.get(kernel, ()) if fn.is_kernel]
+        if not defined:
+            return False
+        for path, _ in defined:
+            self.mark_functions(path)
+        if any(fn.own_groups or {"32", factor} & fn.split_by for _, fn in defined):
+            return False
+        return not self.lane_blind(kernel)
+
     def mask_wrappers(self) -> dict[str, tuple[frozenset[int], bool]]:
         """Function-like macros that hand a parameter to a *_sync intrinsic as its lane mask
         (`#define SHFL_XOR_SYNC(mask, var, lane_mask) __shfl_xor_sync((mask), (var),
@@ -1102,6 +1122,10 @@ class ProjectFacts:
             self.lane_blind(name) for name in pending.lane_callees.split(",")
         ):
             return None  # what it calls elsewhere in the project does not use lanes either
+        if pending.launched and not any(
+            self._counts_hardware_warps(launch) for launch in pending.launched.split(",")
+        ):
+            return None
         if pending.wrapper:
             positions, amd_drops = self.mask_wrappers().get(pending.wrapper, (frozenset(), False))
             if pending.wrapper_arg not in positions:

@@ -234,7 +234,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-34"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-35"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -337,7 +337,7 @@ def _assemble(
     # the definitions that answered them, reported where a port changes them.
     answers: dict[str, list[Finding]] = {}
     facts.ptx_functions = _ptx_functions(scans)
-    if any(p.lane_callees for s in scans for p in s.pending):
+    if any(p.lane_callees or p.launched for s in scans for p in s.pending):
         for s in scans:
             for fn in s.functions:
                 facts.functions.setdefault(fn.name.rsplit("::", 1)[-1], []).append((s.path, fn))

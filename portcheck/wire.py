@@ -389,6 +389,7 @@ PENDING = Record(
         ("wrapper_arg", INT),
         ("ptx_callee", STR),
         ("lane_callees", STR),
+        ("launched", STR),
     ],
 )
 REPORT_TARGET = Record(

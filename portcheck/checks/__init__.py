@@ -88,6 +88,11 @@ class FunctionInfo:
     # parameters or the file's template types (a functor handed in, `scalar_t(x)`).
     warp_level: bool = False
     opaque_calls: set[str] = field(default_factory=set)
+    # Also set by mark_warp_level, for kernels: what it divides by or takes the remainder
+    # of (`threadIdx.x / 32`, `% WS`; `>> 5` and `& 31` as "32"), and whether it groups its
+    # lanes on purpose (tiles of 32, explicit shuffle widths): checks.warp.own_groups.
+    split_by: frozenset[str] = frozenset()
+    own_groups: bool = False
 
 
 def nesting(functions: list[FunctionInfo]) -> list[int]:
@@ -181,6 +186,7 @@ class Context:
         amd_alternative: bool = False,
         ptx_callee: str = "",
         lane_callees: str = "",
+        launched: str = "",
     ) -> None:
         """Report the current check's hazard (or the catalogue's `slug`) at start..end.
 
@@ -194,7 +200,9 @@ class Context:
         *_sync intrinsic as the lane mask (ProjectFacts.mask_wrappers);
         `amd_alternative=True`: the check itself saw the project's AMD path for this code;
         `ptx_callee=name`: only if the project's function `name` holds inline PTX;
-        `lane_callees="f,g"`: unless those project functions are all lane-blind."""
+        `lane_callees="f,g"`: unless those project functions are all lane-blind;
+        `launched=kernel`: only if the project's kernel of that name counts hardware warps
+        (ProjectFacts.answer)."""
         spec = catalogue()[slug] if slug is not None else self._current
         assert spec is not None, "report() called outside a registered check"
         span = self.span(start, end)
@@ -207,6 +215,7 @@ class Context:
             or wrapper is not None
             or bool(ptx_callee)
             or bool(lane_callees)
+            or bool(launched)
         )
         if once_per_line:
             key = (spec.slug, span.line)
@@ -247,6 +256,7 @@ class Context:
                 position,
                 ptx_callee,
                 lane_callees,
+                launched,
             )
         )
 

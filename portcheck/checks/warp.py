@@ -785,8 +785,7 @@ def _launches_counting_warps(ctx: Context) -> None:
     for fn in ctx.functions:
         if fn.is_kernel:
             kernels.setdefault(fn.name, fn)
-    if not kernels:
-        return
+    by_place: dict[int, tuple[Any, dict[str, Any]]] = {}
     for use in ctx.uses_named(["<<<>>>"]):
         if use.in_device_code:
             continue
@@ -796,10 +795,20 @@ def _launches_counting_warps(ctx: Context) -> None:
         call = launch.parent
         callee = call.child_by_field_name("function") if call is not None else None
         name = KERNEL_NAME.match(text(callee)) if callee is not None else None
-        kernel = kernels.get(name.group(1)) if name else None
         config = launch.named_children
-        if kernel is None or len(config) < 2:
+        if name is None or len(config) < 2:
             continue
+        kernel = kernels.get(name.group(1))
+        blind: bool | frozenset[str] = False
+        if kernel is not None:
+            blind = _lane_blind(ctx, kernel.start)
+            grouping = _grouping(ctx, kernel.start)
+            if (
+                blind is True
+                or grouping in ("width", "tile")
+                or (grouping or "").startswith("tile:")
+            ):
+                continue  # lane-blind, or its groups are 32 lanes on purpose, as the launch's
         host = _innermost(ctx, launch.start_byte)
         block_x = _first_extent(ctx, host, config[1])
         if block_x is None:
@@ -824,24 +833,32 @@ def _launches_counting_warps(ctx: Context) -> None:
                 continue
             operand, value = division.child_by_field_name("right"), 32
             what = f"sizes its grid by `{text(division)}` warps per block"
-        if _splits_by_32(ctx, kernel, text(operand)):
-            continue  # `threadIdx.x / 32` in the kernel too: its warps are the launch's
-        blind = _lane_blind(ctx, kernel.start)
-        if blind is True:
-            continue
-        grouping = _grouping(ctx, kernel.start)
-        if grouping in ("width", "tile") or (grouping or "").startswith("tile:"):
-            continue  # its groups are 32 lanes on purpose: as many as the launch counts
         kw: dict[str, Any] = {}
-        if blind:
+        if kernel is None:  # another file's kernel: the project answers for it
+            kw["launched"] = f"{name.group(1)}:{text(operand)}"
+        elif _splits_by_32(ctx, kernel, text(operand)):
+            continue  # `threadIdx.x / 32` in the kernel too: its warps are the launch's
+        if isinstance(blind, frozenset):
             kw["lane_callees"] = ",".join(sorted(blind))
         if isinstance(value, str):
             kw["when"] = (value, (32,), False)
+        kw["message"] = (
+            f"the launch of `{name.group(1)}` {what}; a CDNA wavefront is 64 threads, so the "
+            "block holds half the warps the launch counts"
+        )
+        # One finding per place: the launches that share a `threads` local are one question
+        # (the project's kernels of a place are asked together).
+        earlier = by_place.get(operand.start_byte)
+        if earlier is None:
+            by_place[operand.start_byte] = (operand, kw)
+        elif "launched" in earlier[1] and "launched" in kw:
+            earlier[1]["launched"] += "," + kw["launched"]
+        elif "launched" in earlier[1]:
+            by_place[operand.start_byte] = (operand, kw)  # this file's kernel decides
+    for operand, kw in by_place.values():
         ctx.report(
             operand.start_byte,
             operand.end_byte,
-            message=f"the launch of `{kernel.name}` {what}; a CDNA wavefront is 64 threads, "
-            "so the block holds half the warps the launch counts",
             fix="Size the launch from the device's warp size (`hipDeviceProp_t::warpSize` or "
             "`hipDeviceAttributeWarpSize`).",
             fold=False,
@@ -853,9 +870,29 @@ def _splits_by_32(ctx: Context, kernel: Any, factor: str) -> bool:
     """Does the kernel split its threads into warps of 32 itself (`threadIdx.x / 32`, `>>
     5`, `& 31`, `% WS` with the launch's own factor)? Then the launch's warps are the
     kernel's; whether that split is a hazard is the kernel's finding."""
-    names = "32" if factor == "32" or not factor.isidentifier() else f"32|{re.escape(factor)}"
-    split = re.compile(rf"(?:/|%)\s*(?:{names})\b|>>\s*5\b|&\s*(?:31|0x1[fF])\b".encode())
-    return split.search(ctx.masked, kernel.start, kernel.end) is not None
+    return bool({"32", factor} & split_divisors(ctx.masked, kernel.start, kernel.end))
+
+
+SPLIT_DIVISOR = re.compile(rb"(?:/|%)\s*([A-Za-z_]\w*|\d+)\b|>>\s*5\b|&\s*(?:31|0x1[fF])\b")
+
+
+def split_divisors(masked: bytes, start: int, end: int) -> frozenset[str]:
+    """What code (comments and strings blanked) divides by or takes the remainder of, as
+    written; `>> 5` and `& 31` as "32"."""
+    return frozenset(
+        m.group(1).decode() if m.group(1) is not None else "32"
+        for m in SPLIT_DIVISOR.finditer(masked, start, end)
+    )
+
+
+def own_groups(code: bytes) -> bool:
+    """Does a function's code group its lanes on purpose: cooperative-groups tiles of 32, or
+    shuffles that all pass an explicit width of at most 32 (_grouping, read without the
+    file's constants)?"""
+    if any(m.group(1).strip() == b"32" for m in TILE.finditer(code)):
+        return True
+    verdicts = [_explicit_width(code, m) for m in SHUFFLE.finditer(code)]
+    return bool(verdicts) and all(verdicts)
 
 
 KERNEL_NAME = re.compile(r"\s*(?:::)?(?:\w+::)*(\w+)")
