@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from portcheck.checks import METHOD_MARK, Context, hazard
@@ -111,8 +111,146 @@ def _grouping(ctx: Context, offset: int) -> str | None:
         else:
             verdicts = [_explicit_width(code, m) for m in SHUFFLE.finditer(code)]
             known = "width" if verdicts and all(verdicts) else ""
+            if not known and _logical_groups(ctx, fn):
+                known = "logical"
         ctx.memo[("grouping", fn.start)] = known
     return known or None
+
+
+# What makes lanes 32-63 of a wavefront part of a warp-level group: the hardware's width,
+# votes and matches over the whole warp, cooperative groups, matrix fragments, PTX, lockstep
+# shared memory. (`__activemask()` as a shuffle's mask is not: which lanes take part.)
+HARDWARE_GROUP = re.compile(
+    rb"\bwarpSize\b|__ballot|__any|__all|__match_|__reduce_\w+_sync|__lane|%laneid"
+    rb"|\.shfl|\.ballot|tiled_partition|thread_block_tile|coalesced|wmma|\bmma|ldmatrix"
+    rb"|\bvolatile\b|\basm\b"
+)
+SHUFFLE_KIND = re.compile(rb"__shfl(_xor|_down|_up)?")
+
+
+def _logical_groups(ctx: Context, fn: Any) -> bool:
+    """Do `fn` and the functions of this file it calls and that call it, up to a kernel,
+    work in logical groups of 32 lanes that a 64-lane wavefront runs as two: shuffles
+    only down or across (`__shfl_down_sync`, `__shfl_xor_sync`, offsets that stay within
+    the 32), or with an explicit width, and nothing that takes the hardware's whole warp
+    (HARDWARE_GROUP)? Then `tid / 32`, `tid % 32`, `[32]` slots and a reduction from 16
+    agree with each other on wave64 (lane 0 and lane 32 each hold their group's sum) and
+    are not reported. Not when a function of the group calls one this file does not
+    define (it may use the whole warp) or no kernel of this file is in the group."""
+    by_name: dict[str, list[Any]] = {}
+    for f in ctx.functions:
+        by_name.setdefault(f.name, []).append(f)
+    cuda_names = {u.name for u in ctx.uses}
+    group: dict[int, Any] = {fn.start: fn}
+    todo = [fn]
+    while todo:
+        current = todo.pop()
+        for name in current.calls:
+            if name.startswith(METHOD_MARK) or name in NOT_CALLEES or name in cuda_names:
+                continue
+            defined = by_name.get(name)
+            if not defined:
+                if not _elementwise_macro(name):
+                    return False  # another file's function: it may take the whole warp
+                continue
+            for callee in defined:
+                if callee.start not in group:
+                    group[callee.start] = callee
+                    todo.append(callee)
+        for caller in ctx.functions:
+            if current.name in caller.calls and caller.start not in group:
+                group[caller.start] = caller
+                todo.append(caller)
+        if len(group) > 32:
+            return False
+    if not any(f.is_kernel for f in group.values()):
+        return False  # its callers are elsewhere: what they take a warp to be is not in view
+    shuffles = 0
+    for member in group.values():
+        amd = _amd_groups(ctx)
+        if amd and any(
+            b.group in amd and member.start <= b.start_byte < member.end
+            for b in ctx.preproc.branches
+        ):
+            return False  # the project's AMD branch here says what AMD needs
+        code = ctx.masked[member.start : member.end]
+        if HARDWARE_GROUP.search(code):
+            return False
+
+        def value(expr: str, at: int = member.start) -> int | None:
+            return _file_value(ctx, expr, at)
+
+        # a width named in the splits must be 32 by this file's own definitions (one the
+        # project defines elsewhere may be 64 on AMD, and then a reduction from 16 is short)
+        for divisor in split_divisors(code, 0, len(code)):
+            if WIDTH_FACTOR_NAME.search(divisor) and value(divisor) != 32:
+                return False
+        for match in SHUFFLE.finditer(code):
+            shuffles += 1
+            if _explicit_width(code, match):
+                continue  # its own width: a group of its own
+            kind = SHUFFLE_KIND.match(code, match.start())
+            step = kind.group(1) if kind is not None else None
+            if step not in (b"_xor", b"_down") or not _within_32(
+                code, match, step == b"_down", value
+            ):
+                return False  # a broadcast, a scan or a neighbour read across the 32
+    return shuffles > 0
+
+
+def _file_value(ctx: Context, expr: str, offset: int) -> int | None:
+    """The value of `expr` by this file alone: its function's local constants, then the
+    file's own macros and constants, each defined once (a name defined twice, per platform
+    perhaps, or elsewhere in the project gives None)."""
+    table = ctx.memo.get("file-constants")
+    if table is None:
+        bodies: dict[str, list[str]] = {}
+        for macro in ctx.preproc.macros:
+            if not macro.function_like:
+                bodies.setdefault(macro.name, []).append(macro.body)
+        for constant in ctx.preproc.constants:
+            bodies.setdefault(constant.name, []).append(constant.expr)
+        table = ctx.memo["file-constants"] = {n: b[0] for n, b in bodies.items() if len(b) == 1}
+    text_ = ctx._with_locals(expr, offset)
+    for _ in range(4):
+        if text_ is None:
+            return None
+        names = [n for n in names_in(text_) if n in table]
+        if not names:
+            break
+        text_ = re.sub(
+            r"\b[A-Za-z_]\w*\b",
+            lambda m: f"({table[m.group()]})" if m.group() in table else m.group(),
+            text_,
+        )
+    found = evaluate(text_, lambda name: None, in_if=False) if text_ is not None else None
+    return found if isinstance(found, int) else None
+
+
+HALVING = re.compile(rb"/=\s*2\b|>>=\s*1\b|=\s*\w+\s*(?:/\s*2|>>\s*1)\b")
+LOOP_HEADER = re.compile(rb"\bfor\s*\(([^;{}]*);([^;{}]*);([^{};]*)\)")
+UNROLLED_DOWN = re.compile(rb"__shfl_down\w*\s*\([^;]*?,\s*(16|8|4|2|1)\s*\)")
+
+
+def _within_32(
+    code: bytes, match: re.Match[bytes], down: bool, value: Callable[[str], int | None]
+) -> bool:
+    """Does the shuffle at `match` stay inside its 32-lane group: a butterfly or a tree
+    reduction (offsets halving from at most 16, in a loop or written out), whose group
+    leaders hold the group's result on a 64-lane wavefront too?"""
+    header = None
+    for loop in LOOP_HEADER.finditer(code, max(0, match.start() - 400), match.start()):
+        header = loop
+    if header is not None and HALVING.search(header.group(3)):
+        start = re.search(rb"=\s*([^=]+)$", header.group(1).strip())
+        first = value(start.group(1).decode(errors="replace")) if start else None
+        return first is not None and first <= 16
+    if down:  # written out: 16, 8, 4, ... in the same function
+        return len(set(UNROLLED_DOWN.findall(code))) >= 3
+    arguments = top_level_arguments(code, match.end())
+    offset = arguments[-1].strip() if arguments else b""
+    literal = re.fullmatch(rb"(\d+)[uU]?", offset)
+    return literal is not None and int(literal.group(1)) < 32
 
 
 def _tile_width(ctx: Context, width: str, offset: int) -> int | str | None:
@@ -573,6 +711,9 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
         grouping = _grouping(ctx, start)
         if grouping == "width":
             return  # every shuffle here names its 32-lane width: the groups are deliberate
+        if grouping == "logical":
+            _read_harmlessly(ctx, node)
+            return  # logical groups of 32 throughout: two to a wavefront, each right
         if _adapts_to_warp_width(ctx, text(node), start):
             return  # 32 is the data's row width; groups per warp are derived from the lanes
         # In cooperative-groups tiles of 32 (`tiled_partition<32>`) a lane or tile index
@@ -674,7 +815,7 @@ def warp_size_assumption(ctx: Context) -> None:
             if _shared_by_ported_function(ctx, array.start_byte):
                 _read_harmlessly(ctx, array.child_by_field_name("size"))
                 continue
-            if (_grouping(ctx, array.start_byte) or "").startswith("tile"):
+            if (_grouping(ctx, array.start_byte) or "").startswith(("tile", "logical")):
                 # one slot per cooperative-groups tile (`partialSum[MAX_WARP_NUM]` beside
                 # `tiled_partition<WARP_SIZE>`): 32 slots hold a 1024-thread block's tiles
                 # of 32, and more than enough for wider ones
@@ -803,11 +944,7 @@ def _launches_counting_warps(ctx: Context) -> None:
         if kernel is not None:
             blind = _lane_blind(ctx, kernel.start)
             grouping = _grouping(ctx, kernel.start)
-            if (
-                blind is True
-                or grouping in ("width", "tile")
-                or (grouping or "").startswith("tile:")
-            ):
+            if blind is True or (grouping or "").startswith(("width", "tile", "logical")):
                 continue  # lane-blind, or its groups are 32 lanes on purpose, as the launch's
         host = _innermost(ctx, launch.start_byte)
         block_x = _first_extent(ctx, host, config[1])
