@@ -62,9 +62,12 @@ BALLOT_WRAPPER = re.compile(r"(?i)(?:\w*_)?(?:warp_?)?ballot(?:_sync)?")
 
 
 def _ballot_producer(name: str | None) -> bool:
-    return name is not None and (
-        name in MASK_PRODUCERS or BALLOT_WRAPPER.fullmatch(name) is not None
-    )
+    if name is None:
+        return False
+    if name in MASK_PRODUCERS:
+        return True
+    # most calls name no ballot: a substring test before the pattern
+    return ("allot" in name or "ALLOT" in name) and BALLOT_WRAPPER.fullmatch(name) is not None
 
 
 NARROW_TYPES = re.compile(r"^(?:unsigned(?:\s+int)?|int|uint32_t|uint|unsigned\s+long|int32_t)$")
@@ -927,6 +930,7 @@ def _launches_counting_warps(ctx: Context) -> None:
         if fn.is_kernel:
             kernels.setdefault(fn.name, fn)
     by_place: dict[int, tuple[Any, dict[str, Any]]] = {}
+    hints: dict[int, bool] = {}
     for use in ctx.uses_named(["<<<>>>"]):
         if use.in_device_code:
             continue
@@ -940,13 +944,16 @@ def _launches_counting_warps(ctx: Context) -> None:
         if name is None or len(config) < 2:
             continue
         kernel = kernels.get(name.group(1))
-        blind: bool | frozenset[str] = False
-        if kernel is not None:
-            blind = _lane_blind(ctx, kernel.start)
-            grouping = _grouping(ctx, kernel.start)
-            if blind is True or (grouping or "").startswith(("width", "tile", "logical")):
-                continue  # lane-blind, or its groups are 32 lanes on purpose, as the launch's
         host = _innermost(ctx, launch.start_byte)
+        if host is not None:
+            hinted = hints.get(host.start)
+            if hinted is None:
+                code = ctx.masked[host.start : host.end]
+                hinted = hints[host.start] = any(word in code for word in WARP_COUNT_HINTS)
+            if not hinted:
+                continue  # no 32 and no warp width named where the launch is made
+            if not _config_hinted(ctx, host.start, launch.start_byte, config[:2]):
+                continue  # neither the grid nor the block is computed from one
         block_x = _first_extent(ctx, host, config[1])
         if block_x is None:
             continue
@@ -971,10 +978,16 @@ def _launches_counting_warps(ctx: Context) -> None:
             operand, value = division.child_by_field_name("right"), 32
             what = f"sizes its grid by `{text(division)}` warps per block"
         kw: dict[str, Any] = {}
+        blind: bool | frozenset[str] = False
         if kernel is None:  # another file's kernel: the project answers for it
             kw["launched"] = f"{name.group(1)}:{text(operand)}"
-        elif _splits_by_32(ctx, kernel, text(operand)):
-            continue  # `threadIdx.x / 32` in the kernel too: its warps are the launch's
+        else:
+            if _splits_by_32(ctx, kernel, text(operand)):
+                continue  # `threadIdx.x / 32` in the kernel too: its warps are the launch's
+            blind = _lane_blind(ctx, kernel.start)
+            grouping = _grouping(ctx, kernel.start)
+            if blind is True or (grouping or "").startswith(("width", "tile", "logical")):
+                continue  # lane-blind, or its groups are 32 lanes on purpose, as the launch's
         if isinstance(blind, frozenset):
             kw["lane_callees"] = ",".join(sorted(blind))
         if isinstance(value, str):
@@ -1032,7 +1045,27 @@ def own_groups(code: bytes) -> bool:
     return bool(verdicts) and all(verdicts)
 
 
+# A 32 or a warp width's name somewhere in a host function: what a launch counting warps
+# needs (checked, once per function, before anything is resolved).
+WARP_COUNT_HINTS = (b"32", b"warp", b"Warp", b"WARP", b"WS")
+
 KERNEL_NAME = re.compile(r"\s*(?:::)?(?:\w+::)*(\w+)")
+
+
+def _config_hinted(ctx: Context, start: int, end: int, config: list[Any]) -> bool:
+    """Does a launch's grid or block, or what a local of that name is first given before
+    the launch, name a 32 or a warp width (a textual look before anything is resolved)?"""
+    for arg in config:
+        written = text(arg).encode()
+        if any(word in written for word in WARP_COUNT_HINTS):
+            return True
+        if arg.type == "identifier":
+            given = re.search(
+                rb"\b" + re.escape(written) + rb"\s*(?:=|\(|\{)([^;]*)", ctx.masked[start:end]
+            )
+            if given and any(word in given.group(1) for word in WARP_COUNT_HINTS):
+                return True
+    return False
 
 
 def _innermost(ctx: Context, offset: int) -> Any:
