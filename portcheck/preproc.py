@@ -677,8 +677,14 @@ class _Compiler:
                 if parenthesised and self.peek() == ")":
                     self.take()
                 return _defined(name)
-            if self.peek() == "(":  # a function-like macro: not evaluated
+            if self.peek() == "(":  # a function-like macro: not evaluated...
+                start = self.position
                 self._skip_call()
+                inside = self.items[start + 1 : self.position - 1]
+                if len(inside) == 1 and inside[0][0] == "name" and _platform_switch(inside[0][1]):
+                    # ...but for a test of a platform switch (PETSc's `PetscDefined(HAVE_HIP)`,
+                    # `IS_ENABLED(USE_ROCM)`): whether the switch is set
+                    return _defined(inside[0][1])
                 return _constant(UNKNOWN)
             return _name(text, self.in_if)
         raise ValueError(f"unexpected {text!r}")
@@ -866,6 +872,17 @@ PLATFORM_NAME = re.compile(
 
 def looks_like_amd_guard(name: str) -> bool:
     return PLATFORM_NAME.search(name) is not None
+
+
+def _platform_switch(name: str) -> bool:
+    """Is `name` a platform's switch (an AMD, NVIDIA or other GPU platform's guard)?"""
+    return (
+        is_amd_guard(name)
+        or looks_like_amd_guard(name)
+        or looks_like_nvidia_guard(name)
+        or looks_like_other_dialect_guard(name)
+        or looks_like_third_platform_guard(name)
+    )
 
 
 # The NVIDIA side's build switches (`AMREX_USE_CUDA`, `WITH_CUDA`, `KOKKOS_ENABLE_CUDA`,
