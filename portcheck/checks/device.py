@@ -330,17 +330,15 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
             # the AMD device pass compiles the host's code, which device code cannot run.
             word = _host_only_word(ctx, branch)
             if word is not None:
-                ctx.report(
-                    branch.start_byte,
-                    line_end(branch.start_byte),
+                _report_pass_test(
+                    ctx,
+                    branch,
+                    line_end,
                     f"`{branch.directive}` tests for NVIDIA's host pass; hipcc does not "
                     f"define `__CUDA_ARCH__`, so an AMD device pass compiles this host code "
                     f"(`{word}`), which device code cannot run",
-                    fix="Test `!defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)`.",
-                    # unless the project defines `__CUDA_ARCH__` for its AMD build itself
-                    when=(test, (1,), False),
-                    directive=True,
-                    if_unknown=True,
+                    "Test `!defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)`.",
+                    unless_taken=False,
                 )
                 continue
         # the other branches an AMD build may take (or this file cannot rule out)
@@ -398,17 +396,33 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
             lost = "runs the `#else` (host) code instead"
         else:
             lost = "compiles nothing here"
-        ctx.report(
-            branch.start_byte,
-            line_end(branch.start_byte),
+        _report_pass_test(
+            ctx,
+            branch,
+            line_end,
             f"`{branch.directive}` tests for NVIDIA's device pass; hipcc does not define "
             f"`__CUDA_ARCH__`, so an AMD device pass {lost}",
-            fix="Test `defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)`.",
-            # unless the project defines `__CUDA_ARCH__` for its AMD build itself
-            when=(test, (1,), True),
-            directive=True,
-            if_unknown=True,
+            "Test `defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)`.",
+            unless_taken=True,
         )
+
+
+def _report_pass_test(
+    ctx: Context, branch: Branch, line_end: Any, message: str, fix: str, unless_taken: bool
+) -> None:
+    """Report a device- or host-pass test at its directive, unless the project defines
+    `__CUDA_ARCH__` for its AMD build itself: then the AMD device pass takes the test as
+    NVIDIA's does (`unless_taken`: the finding is that AMD does not take the branch; else
+    that it does)."""
+    ctx.report(
+        branch.start_byte,
+        line_end(branch.start_byte),
+        message,
+        fix=fix,
+        when=(branch.test or "", (1,), unless_taken),
+        directive=True,
+        if_unknown=True,
+    )
 
 
 @hazard("launch-bounds")
