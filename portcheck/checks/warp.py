@@ -857,8 +857,52 @@ def warp_size_assumption(ctx: Context) -> None:
                 fix="Start at `warpSize / 2` so all 64 lanes of a CDNA wavefront are reduced.",
             )
     _unrolled_reductions(ctx)
+    _host_width_locals(ctx)
     _first_warp_guards(ctx)
     _launches_counting_warps(ctx)
+
+
+# `int devID, warp_size = 32;`: a local of host code named for the warp width, given 32.
+HOST_WIDTH_LOCAL = re.compile(
+    rb"\b(?:int|unsigned|size_t|uint32_t|int32_t|auto)\b[^;(){}]*?\b([A-Za-z_]\w*)\s*(?:=\s*|\{\s*)32\s*[;,}]"
+)
+
+
+def _host_width_locals(ctx: Context) -> None:
+    """A local of host code named for the warp width and given 32 (`int warp_size = 32;`,
+    `int warpSize = 32;`), and never given anything else in its function (not read from the
+    device: `cudaDeviceGetAttribute(&warp_size, …)`, `warp_size = prop.warpSize`): the
+    launches and buffers sized from it count 32-thread warps. (Constants the project
+    defines at file scope are its definitions' findings.)"""
+    if b"32" not in ctx.data:
+        return
+    masked = ctx.masked
+    for fn in ctx.functions:
+        if fn.is_kernel or fn.is_device:
+            continue
+        for match in HOST_WIDTH_LOCAL.finditer(masked, fn.start, fn.end):
+            name = match.group(1).decode()
+            if not WIDTH_FACTOR_NAME.search(name) or ctx.in_device(match.start(1)):
+                continue
+            after = masked[match.end() : fn.end]
+            given = re.search(
+                rb"\b"
+                + re.escape(match.group(1))
+                + rb"\s*(?:[-+*/|&]?=(?!=)|\+\+|--)|&\s*"
+                + re.escape(match.group(1))
+                + rb"\b",
+                after,
+            )
+            if given is not None:
+                continue  # set again (from the device, perhaps): not only 32
+            ctx.report(
+                match.start(1),
+                match.end(1),
+                message=f"`{name}` is set to 32 in host code: what is sized from it counts "
+                "32-thread warps; CDNA wavefronts are 64 wide",
+                fix="Read the width from the device (`hipDeviceProp_t::warpSize` or "
+                "`hipDeviceGetAttribute(&w, hipDeviceAttributeWarpSize, dev)`).",
+            )
 
 
 def _first_warp_guards(ctx: Context) -> None:
