@@ -112,8 +112,7 @@ def _grouping(ctx: Context, offset: int) -> str | None:
         elif named:
             known = "tile:" + named[0]
         else:
-            verdicts = [_explicit_width(code, m) for m in SHUFFLE.finditer(code)]
-            known = "width" if verdicts and all(verdicts) else ""
+            known = "width" if _all_explicit_widths(code) else ""
             if not known and _logical_groups(ctx, fn):
                 known = "logical"
         ctx.memo[("grouping", fn.start)] = known
@@ -140,10 +139,8 @@ def _logical_groups(ctx: Context, fn: Any) -> bool:
     agree with each other on wave64 (lane 0 and lane 32 each hold their group's sum) and
     are not reported. Not when a function of the group calls one this file does not
     define (it may use the whole warp) or no kernel of this file is in the group."""
-    by_name: dict[str, list[Any]] = {}
-    for f in ctx.functions:
-        by_name.setdefault(f.name, []).append(f)
-    cuda_names = {u.name for u in ctx.uses}
+    by_name = _functions_by_name(ctx)
+    cuda_names = _cuda_names(ctx)
     group: dict[int, Any] = {fn.start: fn}
     todo = [fn]
     while todo:
@@ -407,9 +404,7 @@ def _lane_blind(ctx: Context, offset: int) -> bool | frozenset[str]:
         return False
     if _beside_amd_branch(ctx, offset, fn):
         return False  # the project's AMD twin changes it: the project's word on it
-    cuda_names = ctx.memo.get("cuda-names")
-    if cuda_names is None:
-        cuda_names = ctx.memo["cuda-names"] = {u.name for u in ctx.uses}
+    cuda_names = _cuda_names(ctx)
     template_types = ctx.memo.get("template-types")
     if template_types is None:  # `template <typename scalar_t>`: `scalar_t(x)` is a cast
         template_types = ctx.memo["template-types"] = {
@@ -417,9 +412,7 @@ def _lane_blind(ctx: Context, offset: int) -> bool | frozenset[str]:
         } | {  # the file's own types and aliases (`using opmath_t = …`): constructions
             m.group(m.lastindex or 1).decode() for m in DECLARED_TYPE.finditer(ctx.data)
         }
-    by_name: dict[str, list[Any]] = {}
-    for f in ctx.functions:
-        by_name.setdefault(f.name, []).append(f)
+    by_name = _functions_by_name(ctx)
 
     def blind(function: Any, depth: int) -> bool:
         """Lane-blind within this file; memo: (that, the other files' functions it and
@@ -1085,8 +1078,32 @@ def own_groups(code: bytes) -> bool:
     file's constants)?"""
     if any(m.group(1).strip() == b"32" for m in TILE.finditer(code)):
         return True
+    return _all_explicit_widths(code)
+
+
+def _all_explicit_widths(code: bytes) -> bool:
+    """Does every warp shuffle in `code` (there being one) pass an explicit width of at most
+    32 lanes?"""
     verdicts = [_explicit_width(code, m) for m in SHUFFLE.finditer(code)]
     return bool(verdicts) and all(verdicts)
+
+
+def _functions_by_name(ctx: Context) -> dict[str, list[Any]]:
+    """The file's functions by name, once per file."""
+    by_name = ctx.memo.get("functions-by-name")
+    if by_name is None:
+        by_name = ctx.memo["functions-by-name"] = {}
+        for f in ctx.functions:
+            by_name.setdefault(f.name, []).append(f)
+    return by_name
+
+
+def _cuda_names(ctx: Context) -> set[str]:
+    """The CUDA names the file uses, once per file."""
+    names = ctx.memo.get("cuda-names")
+    if names is None:
+        names = ctx.memo["cuda-names"] = {u.name for u in ctx.uses}
+    return names
 
 
 # A 32 or a warp width's name somewhere in a host function: what a launch counting warps
