@@ -32,7 +32,9 @@ from portcheck.checks.warp import (
     DECLARED_TYPE,
     NOT_CALLEES,
     TEMPLATE_TYPE,
+    flattens_block,
     own_groups,
+    reads_hardware_width,
     split_divisors,
     warp_level_code,
 )
@@ -176,9 +178,11 @@ def mark_warp_level(data: bytes, functions: list[FunctionInfo], cuda_names: set[
     ) | {m.group(m.lastindex or 1).decode() for m in DECLARED_TYPE.finditer(data)}
     for fn in functions:
         fn.warp_level = warp_level_code(masked[fn.start : fn.end])
+        fn.reads_width = reads_hardware_width(masked[fn.start : fn.end])
         if fn.is_kernel:
             fn.split_by = split_divisors(masked, fn.start, fn.end)
             fn.own_groups = own_groups(masked[fn.start : fn.end])
+            fn.flat_block = flattens_block(masked[fn.start : fn.end])
         # Names called that are neither CUDA's, nor casts, nor this file's functions: a
         # parameter called as a functor, a template type's construction, or another file's.
         unknown = fn.calls - cuda_names - defined - NOT_CALLEES

@@ -54,6 +54,7 @@ ARCH_COMPARISON = re.compile(r"__CUDA_ARCH__\s*(?:[<>]=?|==|!=)|(?:[<>]=?|==|!=)
 ATTRIBUTE_SPACES = frozenset({"device", "global"})  # `__attribute__((device))`
 DEVICE_QUALIFIER_TOKENS = frozenset({"__device__", "__global__"})
 MAX_DEPTH = 12
+MAX_WIDTH_READERS = 64  # functions followed from a kernel for whether it reads warpSize
 # Every AMD guard's name holds one of these (is_amd_guard, looks_like_amd_guard): a test
 # without any cannot name one.
 AMD_WORDS = ("HIP", "HCC", "ROCM", "AMD", "gfx", "GFX")
@@ -706,14 +707,36 @@ class ProjectFacts:
         by the launch's factor) of its own, no tiles or shuffle widths of 32? (A kernel the
         project does not define is no question for it.)"""
         kernel, _, factor = launched.partition(":")
+        factor, _, mode = factor.partition(":")
         defined = [(path, fn) for path, fn in self.functions.get(kernel, ()) if fn.is_kernel]
         if not defined:
             return False
         for path, _ in defined:
             self.mark_functions(path)
+        if mode == "width":  # "kernel:32:width": does it count its lanes with warpSize?
+            return self._reads_width([fn for _, fn in defined])
+        if mode == "rows":  # and, for rows of 32 threads, are its warps not the flat block's?
+            kernels = [fn for _, fn in defined]
+            return not any(fn.flat_block for fn in kernels) and self._reads_width(kernels)
         if any(fn.own_groups or {"32", factor} & fn.split_by for _, fn in defined):
             return False
         return not self.lane_blind(kernel)
+
+    def _reads_width(self, functions: list[FunctionInfo]) -> bool:
+        """Do these functions, or the project's functions they call, read the device's
+        `warpSize` (FunctionInfo.reads_width)?"""
+        seen: set[str] = set()
+        todo = list(functions)
+        while todo and len(seen) < MAX_WIDTH_READERS:
+            fn = todo.pop()
+            if fn.reads_width:
+                return True
+            for name in fn.calls - seen:
+                seen.add(name)
+                for path, callee in self.functions.get(name, ()):
+                    self.mark_functions(path)
+                    todo.append(callee)
+        return False
 
     def mask_wrappers(self) -> dict[str, tuple[frozenset[int], bool]]:
         """Function-like macros that hand a parameter to a *_sync intrinsic as its lane mask

@@ -93,6 +93,10 @@ class FunctionInfo:
     # lanes on purpose (tiles of 32, explicit shuffle widths): checks.warp.own_groups.
     split_by: frozenset[str] = frozenset()
     own_groups: bool = False
+    # Also set by mark_warp_level: its body reads the device's `warpSize`; (kernels) it
+    # numbers its threads flat across a two-dimensional block (checks.warp.flattens_block).
+    reads_width: bool = False
+    flat_block: bool = False
 
 
 def nesting(functions: list[FunctionInfo]) -> list[int]:

@@ -993,6 +993,7 @@ def _launches_counting_warps(ctx: Context) -> None:
                 continue  # neither the grid nor the block is computed from one
         block_x = _first_extent(ctx, host, config[1])
         if block_x is None:
+            _launch_against_width(ctx, host, launch, name.group(1), kernel, config, by_place)
             continue
         block_text = text(block_x)
         if block_x.type == "identifier" and host is not None:
@@ -1011,6 +1012,7 @@ def _launches_counting_warps(ctx: Context) -> None:
             grid = _resolved(ctx, host, config[0])
             division = _warps_per_block(ctx, grid, block_text)
             if division is None:
+                _launch_against_width(ctx, host, launch, name.group(1), kernel, config, by_place)
                 continue
             operand, value = division.child_by_field_name("right"), 32
             what = f"sizes its grid by `{text(division)}` warps per block"
@@ -1051,6 +1053,148 @@ def _launches_counting_warps(ctx: Context) -> None:
             fold=False,
             **kw,
         )
+
+
+def _launch_against_width(
+    ctx: Context,
+    host: Any,
+    launch: Any,
+    kernel_name: str,
+    kernel: Any,
+    config: list[Any],
+    by_place: dict[int, tuple[Any, dict[str, Any]]],
+) -> None:
+    """A launch whose block has rows of 32 threads (`dim3 threads(32, 8)`, `thread_x =
+    32`) or whose grid divides a count of threads made as warps of 32 (`total_threads =
+    walks * 32`) into blocks, of a kernel that counts its lanes with the device's
+    `warpSize` (64 on CDNA): the host's warps are not the kernel's. Asked of the project
+    when the kernel (or what it calls) is another file's."""
+    found = _rows_of_32(ctx, host, launch, config[1])
+    mode = "width"
+    if found is not None:
+        if kernel is not None and flattens_block(ctx.masked[kernel.start : kernel.end]):
+            return  # `threadIdx.y * blockDim.x + threadIdx.x`: its warps are the flat block's
+        what = f"gives its block rows of `{text(found)}` threads"
+        consequence = "two rows share a wavefront"
+        mode = "rows"
+    else:
+        found = _thread_total(ctx, host, config[0])
+        if found is None:
+            return
+        what = f"sizes its grid from a thread count made as warps of `{text(found)}`"
+        consequence = "the grid holds half the warps it counts"
+    kw: dict[str, Any] = {}
+    if kernel is None or not _reads_width(ctx, kernel):
+        if kernel is not None and not _calls_elsewhere(ctx, kernel):
+            return  # the kernel and all it calls are here, and none reads warpSize
+        kw["launched"] = f"{kernel_name}:{text(found)}:{mode}"
+    kw["message"] = (
+        f"the launch of `{kernel_name}` {what}, but the kernel counts its lanes with "
+        f"`warpSize`, 64 on a CDNA wavefront: {consequence}"
+    )
+    by_place.setdefault(found.start_byte, (found, kw))
+
+
+def _rows_of_32(ctx: Context, host: Any, launch: Any, block: Any) -> Any:
+    """The 32 of a block of two or three dimensions whose x extent is 32 threads (`dim3
+    threads(32, 8)`, or `dim3 threads(thread_x, thread_y)` with `int thread_x = 32;`):
+    the node that says 32 (a local's initialiser when the extent is named), or None."""
+    node = _resolved(ctx, host, block)
+    extents: list[Any] = []
+    if node is not None and node.type == "call_expression":
+        if text(node.child_by_field_name("function")) == "dim3":
+            arguments = node.child_by_field_name("arguments")
+            extents = arguments.named_children if arguments is not None else []
+    elif node is not None and node.type in ("argument_list", "initializer_list"):
+        extents = node.named_children
+    elif node is not None and node.type == "identifier" and host is not None:
+        # `dim3 threads(thread_x, thread_y);` reads as a function's declaration
+        vexing = re.search(
+            rb"\bdim3\s+" + re.escape(text(node).encode()) + rb"\s*\(\s*(\w+)\s*,",
+            ctx.masked[host.start : launch.start_byte],
+        )
+        if vexing:
+            first = ctx.root.descendant_for_byte_range(
+                host.start + vexing.start(1), host.start + vexing.end(1)
+            )
+            extents = [first, None] if first is not None else []
+    if len(extents) < 2 or extents[0] is None:
+        return None
+    x = _resolved(ctx, host, extents[0])
+    if x is None or x.type == "type_identifier" or ctx.value(x) != 32:
+        return None
+    return x
+
+
+def _thread_total(ctx: Context, host: Any, grid: Any) -> Any:
+    """In a launch's grid, a count of threads made as warps of 32 that the grid divides
+    into blocks (`(walks * 32 + 255) / 256`, or a local given `vec_size * 32`): the 32."""
+    grid = _resolved(ctx, host, grid)
+    if grid is None or grid.type == "number_literal":
+        return None
+    if grid.type == "call_expression" and text(grid.child_by_field_name("function")) == "dim3":
+        arguments = grid.child_by_field_name("arguments")
+        grid = arguments.named_children[0] if arguments and arguments.named_children else None
+        grid = _resolved(ctx, host, grid)
+    if grid is None or b"/" not in text(grid).encode():
+        return None  # not divided into blocks here
+    for node in [grid, *descendants(grid, "binary_expression"), *descendants(grid, "identifier")]:
+        product = _resolved(ctx, host, node) if node.type == "identifier" else node
+        found = _factor_of_32(ctx, product)
+        if found is not None and found[1] == 32:
+            return found[0]
+    return None
+
+
+def _reads_width(ctx: Context, kernel: Any) -> bool:
+    """Does the kernel, or a function of this file it calls, read the device's
+    `warpSize`?"""
+    by_name = _functions_by_name(ctx)
+    seen: set[int] = set()
+    todo = [kernel]
+    while todo and len(seen) < MAX_WIDTH_READERS:
+        fn = todo.pop()
+        if fn.start in seen:
+            continue
+        seen.add(fn.start)
+        if reads_hardware_width(ctx.masked[fn.start : fn.end]):
+            return True
+        for name in fn.calls:
+            todo.extend(by_name.get(name, ()))
+    return False
+
+
+def _calls_elsewhere(ctx: Context, kernel: Any) -> bool:
+    """Does the kernel call a function that neither this file nor CUDA defines?"""
+    by_name = _functions_by_name(ctx)
+    cuda_names = _cuda_names(ctx)
+    return any(
+        name not in by_name
+        and name not in cuda_names
+        and name not in NOT_CALLEES
+        and not name.startswith(METHOD_MARK)
+        for name in kernel.calls
+    )
+
+
+MAX_WIDTH_READERS = 64
+HARDWARE_WIDTH = re.compile(rb"\bwarpSize\b")
+# `int warpSize = 32;`: a local of that name, not the device's
+LOCAL_WIDTH = re.compile(rb"\b(?:int|unsigned|auto|size_t|int32_t)\s+warpSize\s*(?:=|\{)")
+
+
+# `threadIdx.y * blockDim.x + threadIdx.x`: a two-dimensional block numbered flat
+FLAT_BLOCK = re.compile(rb"threadIdx\.y\s*\*\s*blockDim\.x|blockDim\.x\s*\*\s*threadIdx\.y")
+
+
+def flattens_block(code: bytes) -> bool:
+    """Does a kernel number its threads flat across the rows of its block?"""
+    return FLAT_BLOCK.search(code) is not None
+
+
+def reads_hardware_width(code: bytes) -> bool:
+    """Does code (comments and strings blanked) read the device's `warpSize`?"""
+    return HARDWARE_WIDTH.search(code) is not None and LOCAL_WIDTH.search(code) is None
 
 
 def _splits_by_32(ctx: Context, kernel: Any, factor: str) -> bool:
@@ -1114,19 +1258,34 @@ KERNEL_NAME = re.compile(r"\s*(?:::)?(?:\w+::)*(\w+)")
 
 
 def _config_hinted(ctx: Context, start: int, end: int, config: list[Any]) -> bool:
-    """Does a launch's grid or block, or what a local of that name is first given before
-    the launch, name a 32 or a warp width (a textual look before anything is resolved)?"""
+    """Does a launch's grid or block, or what a local it names is first given before the
+    launch (or what a local named there is given), name a 32 or a warp width? A textual
+    look before anything is resolved."""
     for arg in config:
         written = text(arg).encode()
         if any(word in written for word in WARP_COUNT_HINTS):
             return True
-        if arg.type == "identifier":
-            given = re.search(
-                rb"\b" + re.escape(written) + rb"\s*(?:=|\(|\{)([^;]*)", ctx.masked[start:end]
-            )
-            if given and any(word in given.group(1) for word in WARP_COUNT_HINTS):
+        for name in set(IDENTIFIER.findall(written)):  # `blocks`, `(total + 255) / 256`
+            if _given_hint(ctx, start, end, name, 1):
                 return True
     return False
+
+
+def _given_hint(ctx: Context, start: int, end: int, name: bytes, hops: int) -> bool:
+    """Is the local `name` first given (between start and end) something that names a 32
+    or a warp width, or, `hops` more times, a local that is?"""
+    given = re.search(rb"\b" + re.escape(name) + rb"\s*(?:=|\(|\{)([^;]*)", ctx.masked[start:end])
+    if given is None:
+        return False
+    if any(word in given.group(1) for word in WARP_COUNT_HINTS):
+        return True
+    return hops > 0 and any(
+        _given_hint(ctx, start, end, other, hops - 1)
+        for other in set(IDENTIFIER.findall(given.group(1))) - {name}
+    )
+
+
+IDENTIFIER = re.compile(rb"\b[A-Za-z_]\w*\b")
 
 
 def _innermost(ctx: Context, offset: int) -> Any:
@@ -1139,7 +1298,8 @@ def _resolved(ctx: Context, fn: Any, node: Any) -> Any:
     one (`int threads = 32 * thread_m;`, `dim3 grid(...)`)."""
     while node is not None and node.type == "parenthesized_expression" and node.named_children:
         node = node.named_children[0]
-    if fn is None or node is None or node.type != "identifier":
+    # (a type_identifier: `dim3 b(tx, ty);` reads as a declaration of a function of types)
+    if fn is None or node is None or node.type not in ("identifier", "type_identifier"):
         return node
     found = ctx.declarations(fn).get(text(node))
     if not found or len(found) != 1 or found[0][1].parameter or found[0][1].initial is None:
