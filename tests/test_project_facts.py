@@ -20,7 +20,7 @@ from portcheck.model import Severity
 from conftest import FIXTURES
 
 PROJECTS = FIXTURES / "projects"
-MARK = re.compile(r"//\s*expect(-amd-alt)?:\s*([\w\- ]+?)\s*$")
+MARK = re.compile(r"(?://|#)\s*expect(-amd-alt)?:\s*([\w\- ]+?)\s*$")
 
 
 def expected(root) -> Counter[tuple[str, str, int, bool]]:
