@@ -676,6 +676,12 @@ class ProjectFacts:
         if known is not None:
             return known
         defined = self.functions.get(name)
+        if not defined and depth <= LANE_BLIND_DEPTH and name in self._macro_defs:
+            # a function-like macro of the project (`idx2(x, y, w)`): blind if its bodies are
+            from portcheck.checks.warp import warp_level_code
+
+            macros = [d for _, d in self._macro_defs[name]]
+            return all(d.function_like and not warp_level_code(d.body.encode()) for d in macros)
         if not defined or depth > LANE_BLIND_DEPTH:
             return False
         from portcheck.checks.warp import NOT_CALLEES, _elementwise_macro

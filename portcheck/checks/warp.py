@@ -97,7 +97,9 @@ def _grouping(ctx: Context, offset: int) -> str | None:
     """How the code around `offset` groups lanes on purpose: "width" when every warp
     shuffle in its function passes an explicit width of at most 32 lanes; "tile" when its
     function works on cooperative-groups tiles of 32; "tile:EXPR" when its tiles are as
-    wide as a constant only the project can evaluate (`tiled_partition<WARP_SIZE>`).
+    wide as a constant only the project can evaluate (`tiled_partition<WARP_SIZE>`);
+    "logical" for logical groups of 32 (_logical_groups), "logical?f,g" when they are so
+    if the other files' functions f and g it reaches are lane-blind.
     Arithmetic in 32s is then consistent with those groups on a 64-lane wavefront."""
     fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
     if fn is None:
@@ -113,8 +115,11 @@ def _grouping(ctx: Context, offset: int) -> str | None:
             known = "tile:" + named[0]
         else:
             known = "width" if _all_explicit_widths(code) else ""
-            if not known and _logical_groups(ctx, fn):
+            logical = _logical_groups(ctx, fn) if not known else False
+            if logical is True:
                 known = "logical"
+            elif logical:  # unless another file's function it calls takes the whole warp
+                known = "logical?" + ",".join(sorted(logical))
         ctx.memo[("grouping", fn.start)] = known
     return known or None
 
@@ -130,18 +135,27 @@ HARDWARE_GROUP = re.compile(
 SHUFFLE_KIND = re.compile(rb"__shfl(_xor|_down|_up)?")
 
 
-def _logical_groups(ctx: Context, fn: Any) -> bool:
+def _logical_if_blind(grouping: str | None) -> set[str]:
+    """The other files' functions whose lane-blindness decides a "logical?f,g" grouping."""
+    if grouping is None or not grouping.startswith("logical?"):
+        return set()
+    return set(grouping[len("logical?") :].split(","))
+
+
+def _logical_groups(ctx: Context, fn: Any) -> bool | frozenset[str]:
     """Do `fn` and the functions of this file it calls and that call it, up to a kernel,
     work in logical groups of 32 lanes that a 64-lane wavefront runs as two: shuffles
     only down or across (`__shfl_down_sync`, `__shfl_xor_sync`, offsets that stay within
     the 32), or with an explicit width, and nothing that takes the hardware's whole warp
     (HARDWARE_GROUP)? Then `tid / 32`, `tid % 32`, `[32]` slots and a reduction from 16
     agree with each other on wave64 (lane 0 and lane 32 each hold their group's sum) and
-    are not reported. Not when a function of the group calls one this file does not
-    define (it may use the whole warp) or no kernel of this file is in the group."""
+    are not reported. Not when no kernel of this file is in the group. When a function of
+    the group calls ones this file does not define (they may use the whole warp), their
+    names: logical groups if the project finds them all lane-blind."""
     by_name = _functions_by_name(ctx)
     cuda_names = _cuda_names(ctx)
     group: dict[int, Any] = {fn.start: fn}
+    outside: set[str] = set()
     todo = [fn]
     while todo:
         current = todo.pop()
@@ -151,7 +165,7 @@ def _logical_groups(ctx: Context, fn: Any) -> bool:
             defined = by_name.get(name)
             if not defined:
                 if not _elementwise_macro(name):
-                    return False  # another file's function: it may take the whole warp
+                    outside.add(name)  # another file's function: it may take the whole warp
                 continue
             for callee in defined:
                 if callee.start not in group:
@@ -165,37 +179,65 @@ def _logical_groups(ctx: Context, fn: Any) -> bool:
             return False
     if not any(f.is_kernel for f in group.values()):
         return False  # its callers are elsewhere: what they take a warp to be is not in view
-    shuffles = 0
+    # A width named in the splits must be 32 by this file's own definitions (one the
+    # project defines elsewhere may be 64 on AMD, and then a reduction from 16 is short),
+    # unless every shuffle of the group spans that width itself (`offset = warpSize / 2`
+    # beside `tid / warpSize`, warpSize the hardware's or a project's macro): then the
+    # groups are the width's, whatever it is.
+    amd = _amd_groups(ctx)
+    elsewhere: set[str] = set()
+    divisors: set[str] = set()
+    fixed = False  # a split by a width that is 32 here (`% 32`, `/ WARP_SIZE` defined 32)
     for member in group.values():
-        amd = _amd_groups(ctx)
         if amd and any(
             b.group in amd and member.start <= b.start_byte < member.end
             for b in ctx.preproc.branches
         ):
             return False  # the project's AMD branch here says what AMD needs
         code = ctx.masked[member.start : member.end]
-        if HARDWARE_GROUP.search(code):
+        hardware = {m.group() for m in HARDWARE_GROUP.finditer(code)}
+        if hardware - {b"warpSize"}:
             return False
+        if hardware:
+            elsewhere.add("warpSize")
+        divisors = set(split_divisors(code, 0, len(code)))
+        fixed = fixed or "32" in divisors
+        for divisor in divisors:
+            if WIDTH_FACTOR_NAME.search(divisor):
+                known = _file_value(ctx, divisor, member.start)
+                if known is None:
+                    elsewhere.add(divisor)
+                elif known != 32:
+                    return False
+                else:
+                    fixed = True
+    if elsewhere and fixed:
+        return False  # `tid % 32` beside `tid / warpSize`: two widths in one group
+    shuffles = 0
+    for member in group.values():
+        code = ctx.masked[member.start : member.end]
 
         def value(expr: str, at: int = member.start) -> int | None:
             return _file_value(ctx, expr, at)
 
-        # a width named in the splits must be 32 by this file's own definitions (one the
-        # project defines elsewhere may be 64 on AMD, and then a reduction from 16 is short)
-        for divisor in split_divisors(code, 0, len(code)):
-            if WIDTH_FACTOR_NAME.search(divisor) and value(divisor) != 32:
-                return False
         for match in SHUFFLE.finditer(code):
             shuffles += 1
             if _explicit_width(code, match):
                 continue  # its own width: a group of its own
             kind = SHUFFLE_KIND.match(code, match.start())
             step = kind.group(1) if kind is not None else None
-            if step not in (b"_xor", b"_down") or not _within_32(
-                code, match, step == b"_down", value
-            ):
+            if step not in (b"_xor", b"_down"):
                 return False  # a broadcast, a scan or a neighbour read across the 32
-    return shuffles > 0
+            if elsewhere:
+                start = _loop_start(code, match)
+                if start is None or not set(names_in(start.decode(errors="replace"))) & elsewhere:
+                    return False  # a span of its own beside a width defined elsewhere
+                continue
+            if not _within_32(code, match, step == b"_down", value):
+                return False
+    if not shuffles:
+        return False
+    return frozenset(outside) if outside else True
 
 
 def _file_value(ctx: Context, expr: str, offset: int) -> int | None:
@@ -232,18 +274,32 @@ LOOP_HEADER = re.compile(rb"\bfor\s*\(([^;{}]*);([^;{}]*);([^{};]*)\)")
 UNROLLED_DOWN = re.compile(rb"__shfl_down\w*\s*\([^;]*?,\s*(16|8|4|2|1)\s*\)")
 
 
+def _halving_loop(code: bytes, match: re.Match[bytes]) -> re.Match[bytes] | None:
+    """The header of the loop around the shuffle at `match` when it halves its offset."""
+    header = None
+    for loop in LOOP_HEADER.finditer(code, max(0, match.start() - 400), match.start()):
+        header = loop
+    return header if header is not None and HALVING.search(header.group(3)) else None
+
+
+def _loop_start(code: bytes, match: re.Match[bytes]) -> bytes | None:
+    """The first offset of the halving loop around a shuffle (`warpSize / 2` of `for (int
+    offset = warpSize / 2; offset > 0; offset /= 2)`), or None."""
+    header = _halving_loop(code, match)
+    start = re.search(rb"=\s*([^=]+)$", header.group(1).strip()) if header is not None else None
+    return start.group(1).strip() if start is not None else None
+
+
 def _within_32(
     code: bytes, match: re.Match[bytes], down: bool, value: Callable[[str], int | None]
 ) -> bool:
     """Does the shuffle at `match` stay inside its 32-lane group: a butterfly or a tree
     reduction (offsets halving from at most 16, in a loop or written out), whose group
     leaders hold the group's result on a 64-lane wavefront too?"""
-    header = None
-    for loop in LOOP_HEADER.finditer(code, max(0, match.start() - 400), match.start()):
-        header = loop
-    if header is not None and HALVING.search(header.group(3)):
-        start = re.search(rb"=\s*([^=]+)$", header.group(1).strip())
-        first = value(start.group(1).decode(errors="replace")) if start else None
+    header = _halving_loop(code, match)
+    if header is not None:
+        start = _loop_start(code, match)
+        first = value(start.decode(errors="replace")) if start else None
         return first is not None and first <= 16
     if down:  # written out: 16, 8, 4, ... in the same function
         return len(set(UNROLLED_DOWN.findall(code))) >= 3
@@ -710,6 +766,10 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
         if grouping == "logical":
             _read_harmlessly(ctx, node)
             return  # logical groups of 32 throughout: two to a wavefront, each right
+        names = _logical_if_blind(grouping)
+        if names:  # the same, unless a function of another file the group calls is not blind
+            names.update(filter(None, kw.get("lane_callees", "").split(",")))
+            kw["lane_callees"] = ",".join(sorted(names))
         if _adapts_to_warp_width(ctx, text(node), start):
             return  # 32 is the data's row width; groups per warp are derived from the lanes
         # In cooperative-groups tiles of 32 (`tiled_partition<32>`) a lane or tile index
@@ -811,7 +871,8 @@ def warp_size_assumption(ctx: Context) -> None:
             if _shared_by_ported_function(ctx, array.start_byte):
                 _read_harmlessly(ctx, array.child_by_field_name("size"))
                 continue
-            if (_grouping(ctx, array.start_byte) or "").startswith(("tile", "logical")):
+            grouping = _grouping(ctx, array.start_byte) or ""
+            if grouping.startswith("tile") or grouping == "logical":  # ("logical?": below)
                 # one slot per cooperative-groups tile (`partialSum[MAX_WARP_NUM]` beside
                 # `tiled_partition<WARP_SIZE>`): 32 slots hold a 1024-thread block's tiles
                 # of 32, and more than enough for wider ones
@@ -1018,6 +1079,7 @@ def _launches_counting_warps(ctx: Context) -> None:
             what = f"sizes its grid by `{text(division)}` warps per block"
         kw: dict[str, Any] = {}
         blind: bool | frozenset[str] = False
+        grouping: str | None = None
         if kernel is None:  # another file's kernel: the project answers for it
             kw["launched"] = f"{name.group(1)}:{text(operand)}"
         else:
@@ -1025,10 +1087,14 @@ def _launches_counting_warps(ctx: Context) -> None:
                 continue  # `threadIdx.x / 32` in the kernel too: its warps are the launch's
             blind = _lane_blind(ctx, kernel.start)
             grouping = _grouping(ctx, kernel.start)
-            if blind is True or (grouping or "").startswith(("width", "tile", "logical")):
+            if blind is True or (grouping or "").startswith(("width", "tile")):
                 continue  # lane-blind, or its groups are 32 lanes on purpose, as the launch's
-        if isinstance(blind, frozenset):
-            kw["lane_callees"] = ",".join(sorted(blind))
+            if grouping == "logical":
+                continue
+        callees = set(blind) if isinstance(blind, frozenset) else set()
+        callees |= _logical_if_blind(grouping)  # logical groups if those are lane-blind
+        if callees:
+            kw["lane_callees"] = ",".join(sorted(callees))
         if isinstance(value, str):
             kw["when"] = (value, (32,), False)
         kw["message"] = (
