@@ -22,6 +22,8 @@ TORCH_FP8_TYPE = re.compile(
     rb"\b(?:(?:c10|at)::(?:ScalarType::)?|(?:torch|at|c10)::k)Float8_e(?:4m3fn|5m2)\b"
 )
 TORCH_FNUZ_TYPE = re.compile(rb"\b(?:c10|at|torch)::(?:ScalarType::|k)?Float8_e(?:4m3|5m2)fnuz\b")
+# The allocations and the placement decisions; `cudaStreamAttachMemAsync`, a hint that
+# hipStreamAttachMemAsync takes as it is, is the allocation's question, not one of its own.
 MANAGED = frozenset(
     {
         "cudaMallocManaged",
@@ -29,11 +31,9 @@ MANAGED = frozenset(
         "cudaMemAdvise_v2",
         "cudaMemPrefetchAsync",
         "cudaMemPrefetchAsync_v2",
-        "cudaStreamAttachMemAsync",
         "cuMemAllocManaged",
         "cuMemAdvise",
         "cuMemPrefetchAsync",
-        "cuStreamAttachMemAsync",
         "__managed__",
     }
 )
@@ -198,11 +198,27 @@ def tensor_core_wmma(ctx: Context) -> None:
 
 @hazard("cooperative-grid-sync")
 def cooperative_grid_sync(ctx: Context) -> None:
-    _report_each(
-        ctx,
-        ctx.uses_named(COOPERATIVE),
-        "`{name}`: grid-wide cooperation needs the whole grid co-resident",
-    )
+    """Not where the grid of every cooperative launch in the file is sized from the
+    occupancy API (`cudaOccupancyMaxActiveBlocksPerMultiprocessor` times the
+    multiprocessor count): that is the hazard's own fix, and holds on any GPU."""
+    uses = ctx.uses_named(COOPERATIVE)
+    launches = [u for u in uses if u.name in COOPERATIVE_LAUNCHES]
+    if launches and all(_sized_by_occupancy(ctx, u.span.start_byte) for u in launches):
+        return
+    _report_each(ctx, uses, "`{name}`: grid-wide cooperation needs the whole grid co-resident")
+
+
+COOPERATIVE_LAUNCHES = frozenset(n for n in COOPERATIVE if "Launch" in n)
+OCCUPANCY = re.compile(rb"\b(?:cuda|cu|hip)OccupancyMaxActiveBlocksPerMultiprocessor\w*\s*\(")
+
+
+def _sized_by_occupancy(ctx: Context, offset: int) -> bool:
+    """Does the function around `offset` ask the occupancy API how many blocks fit?"""
+    around = [f for f in ctx.functions if f.start <= offset < f.end]
+    if not around:
+        return False
+    fn = max(around, key=lambda f: f.start)
+    return OCCUPANCY.search(ctx.masked, fn.start, fn.end) is not None
 
 
 @hazard("cuda-graphs")
@@ -314,6 +330,7 @@ LEGACY_BLAS_CALL = re.compile(rb"\s*\(\s*'[A-Za-z]'")
 
 @hazard("unsupported-api")
 def unsupported_api(ctx: Context) -> None:
+    unsupported: list[Use] = []
     for use in ctx.uses:
         if (
             use.family == "cublas"
@@ -335,6 +352,22 @@ def unsupported_api(ctx: Context) -> None:
         family = MANUAL_PORT_HEADERS.get(use.name, use.family)
         if family in MANUAL_PORT_FAMILIES or family == "wmma":
             continue  # covered by library-port / tensor-core-wmma (`cupti.h` included)
+        unsupported.append(use)
+    # A name in the statement of a call of the same library already reported (its
+    # arguments, its result's type) and a status code checked right after it (`if (result
+    # != NVVM_SUCCESS)` under `result = nvvmDestroyProgram(&prog);`) are that call's
+    # question, not others.
+    calls: dict[tuple[str, str], list[int]] = {}
+    for use in unsupported:
+        if use.kind == "function":
+            where = (use.family, ctx.function_at(use.span.start_byte))
+            calls.setdefault(where, []).append(use.span.line)
+    for use in unsupported:
+        if use.kind != "function":
+            lines = calls.get((use.family, ctx.function_at(use.span.start_byte)), ())
+            below = STATUS_CHECK_LINES if STATUS_NAME.search(use.name) else 0
+            if any(0 <= use.span.line - line <= below for line in lines):
+                continue
         ctx.report(
             use.span.start_byte,
             use.span.end_byte,
@@ -342,6 +375,10 @@ def unsupported_api(ctx: Context) -> None:
             targets=Verdicts(Status.UNSUPPORTED, use.status.zluda, use.status.scale),
             once_per_line=False,
         )
+
+
+STATUS_CHECK_LINES = 3  # how far below a call its result is still being checked
+STATUS_NAME = re.compile(r"(?i)success|error")
 
 
 def _why_unsupported(use: Use) -> str:
