@@ -250,6 +250,8 @@ class ProjectFacts:
         self.functions: dict[str, list[tuple[str, FunctionInfo]]] = {}
         self.known_name: Callable[[str], bool] = lambda name: False
         self.mark_functions: Callable[[str], None] = lambda path: None
+        # width constants read only where the project found the code lane-blind (answer)
+        self.blind_reads: set[str] = set()
         self._blind: dict[str, bool] = {}
         # a file's definitions of one name, by offset (_nearest_before)
         self._by_name_and_offset: dict[tuple[str, str], tuple[list[int], list[Definition]]] = {}
@@ -1150,7 +1152,10 @@ class ProjectFacts:
         if pending.lane_callees and all(
             self.lane_blind(name) for name in pending.lane_callees.split(",")
         ):
-            return None  # what it calls elsewhere in the project does not use lanes either
+            # what it calls elsewhere in the project does not use lanes either: the width
+            # constant it reads is read harmlessly there (definition_findings)
+            self.blind_reads.update(names_in(pending.expr) if pending.expr else ())
+            return None
         if pending.launched and not any(
             self._counts_hardware_warps(launch) for launch in pending.launched.split(",")
         ):

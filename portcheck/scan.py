@@ -234,7 +234,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-38"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-39"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -351,7 +351,7 @@ def _assemble(
                 answers.setdefault(file_scan.path, []).append(found)
     lane_blind = set().union(*(s.lane_blind_names for s in scans)) if scans else set()
     by_path = {s.path: s for s in scans}
-    for finding in facts.definition_findings(lane_blind):
+    for finding in facts.definition_findings(lane_blind | facts.blind_reads):
         own = by_path.get(finding.path)
         if own is not None and any(
             f.slug == finding.slug and f.span.line == finding.span.line for f in own.findings

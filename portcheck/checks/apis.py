@@ -448,16 +448,22 @@ def unknown_api(ctx: Context) -> None:
 def _pasted_piece(data: bytes, use: Use, lookup: Callable[[str], object]) -> bool:
     """Is the name one whole argument of an upper-case macro's call that, joined with
     another argument, spells a name the rule set knows (`ENUM_ITEM(cudaMem,
-    AdviseSetReadMostly, cudaMemAdviseSetReadMostly)`, whose body pastes `prefix##name`)?
-    Then it is a fragment of a CUDA name, not a name of its own."""
+    AdviseSetReadMostly, cudaMemAdviseSetReadMostly)`, whose body pastes `prefix##name`),
+    perhaps with a BLAS type letter between (`ALIAS(cupmXpotrf, cusolverDn, FP_TYPE,
+    potrf)` pasting `cusolverDnSpotrf`)? Then it is a fragment of a CUDA name, not a name
+    of its own."""
     arguments = _macro_arguments(data, use.span.start_byte)
     if arguments is None or use.name not in arguments:
         return False
     return any(
-        lookup(use.name + other) is not None
+        lookup(use.name + letter + other) is not None
         for other in arguments
         if other != use.name and _WORD.fullmatch(other)
+        for letter in PASTED_TYPE_LETTERS
     )
+
+
+PASTED_TYPE_LETTERS = ("", "S", "D", "C", "Z")  # cuBLAS/cuSOLVER's s/d/c/z variants
 
 
 _FIRST_ARGUMENT_CALL = re.compile(rb"\s*\(\s*([A-Za-z_]\w*)\s*\(")

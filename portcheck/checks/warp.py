@@ -443,14 +443,15 @@ NOT_CALLEES = frozenset(
 )
 
 
-def _lane_blind(ctx: Context, offset: int) -> bool | frozenset[str]:
+def _lane_blind(ctx: Context, offset: int, width_named: bool = False) -> bool | frozenset[str]:
     """Is the function around `offset` free of anything that depends on the hardware's
     lane count, and so is everything it calls in this file? Then `tid / 32`, `tid % 32`
     and `[32]` there are block-level index arithmetic (a table copied 32 times against
     shared-memory bank conflicts, a 64-wide block handled as two halves), correct on any
     wavefront. Calls of functions this file does not define (and that are not CUDA names
     the scan saw) are returned: then it is lane-blind if those are, which the project
-    answers (one of them could be a warp reduction)."""
+    answers (one of them could be a warp reduction). With `width_named`, `warpSize` itself is
+    no warp-level code: the project defines it (`#define warpSize 32`), so it is a number."""
     fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
     if fn is None or _escapes(ctx, offset):
         return False
@@ -473,14 +474,17 @@ def _lane_blind(ctx: Context, offset: int) -> bool | frozenset[str]:
     def blind(function: Any, depth: int) -> bool:
         """Lane-blind within this file; memo: (that, the other files' functions it and
         its callees here call)."""
-        key = ("lane-blind", function.start)
+        key = ("lane-blind", function.start, width_named)
         known = ctx.memo.get(key)
         if known is not None:
             return bool(known[0])
         ctx.memo[key] = (True, ())  # a recursive call adds nothing new
         outside: set[str] = set()
         # Comments and strings blanked: "fully coalesced loads" in a comment is no warp code.
-        result = not warp_level_code(ctx.masked[function.start : function.end])
+        code = ctx.masked[function.start : function.end]
+        if width_named:
+            code = HARDWARE_WIDTH.sub(b"", code)
+        result = not warp_level_code(code)
         # A functor parameter (`const Reduction& r`, called as `r(a, b)`): the combining
         # operation handed to a reduction, elementwise as far as this function goes.
         parameters = {
@@ -506,13 +510,13 @@ def _lane_blind(ctx: Context, offset: int) -> bool | frozenset[str]:
                 result = False
                 break
             for callee in defined:
-                outside.update(ctx.memo[("lane-blind", callee.start)][1])
+                outside.update(ctx.memo[("lane-blind", callee.start, width_named)][1])
         ctx.memo[key] = (result, tuple(outside))
         return result
 
     if not blind(fn, 0):
         return False
-    external = ctx.memo[("lane-blind", fn.start)][1]
+    external = ctx.memo[("lane-blind", fn.start, width_named)][1]
     return frozenset(external) if external else True
 
 
@@ -753,7 +757,8 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
     if value is None or (isinstance(value, int) and value not in wanted):
         return
     if ctx._current is not None and ctx._current.slug == "warp-size-assumption":
-        blind = _lane_blind(ctx, start)
+        # `tid / warpSize` reported only because the project defines warpSize as a number
+        blind = _lane_blind(ctx, start, width_named=value == "warpSize")
         if blind is True:
             # the project's width constant read here (`C10_WARP_SIZE`) is read harmlessly
             _read_harmlessly(ctx, node)
