@@ -198,13 +198,15 @@ def tensor_core_wmma(ctx: Context) -> None:
 
 @hazard("cooperative-grid-sync")
 def cooperative_grid_sync(ctx: Context) -> None:
-    """Not where the grid of every cooperative launch in the file is sized from the
-    occupancy API (`cudaOccupancyMaxActiveBlocksPerMultiprocessor` times the
-    multiprocessor count): that is the hazard's own fix, and holds on any GPU."""
-    uses = ctx.uses_named(COOPERATIVE)
-    launches = [u for u in uses if u.name in COOPERATIVE_LAUNCHES]
-    if launches and all(_sized_by_occupancy(ctx, u.span.start_byte) for u in launches):
-        return
+    """Not at a cooperative launch whose grid its function sizes from the occupancy API
+    (`cudaOccupancyMaxActiveBlocksPerMultiprocessor` times the multiprocessor count): that
+    is the hazard's own fix, and holds on any GPU. The grid-wide code it launches is still
+    reported: what needs the whole grid co-resident."""
+    uses = [
+        u
+        for u in ctx.uses_named(COOPERATIVE)
+        if u.name not in COOPERATIVE_LAUNCHES or not _sized_by_occupancy(ctx, u.span.start_byte)
+    ]
     _report_each(ctx, uses, "`{name}`: grid-wide cooperation needs the whole grid co-resident")
 
 
