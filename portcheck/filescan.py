@@ -33,6 +33,7 @@ from portcheck.checks.warp import (
     NOT_CALLEES,
     TEMPLATE_TYPE,
     flattens_block,
+    logical_32_code,
     own_groups,
     reads_hardware_width,
     split_divisors,
@@ -178,6 +179,7 @@ def mark_warp_level(data: bytes, functions: list[FunctionInfo], cuda_names: set[
     ) | {m.group(m.lastindex or 1).decode() for m in DECLARED_TYPE.finditer(data)}
     for fn in functions:
         fn.warp_level = warp_level_code(masked[fn.start : fn.end])
+        fn.logical32 = fn.warp_level and logical_32_code(masked[fn.start : fn.end])
         fn.reads_width = reads_hardware_width(masked[fn.start : fn.end])
         if fn.is_kernel:
             fn.split_by = split_divisors(masked, fn.start, fn.end)

@@ -55,6 +55,7 @@ ATTRIBUTE_SPACES = frozenset({"device", "global"})  # `__attribute__((device))`
 DEVICE_QUALIFIER_TOKENS = frozenset({"__device__", "__global__"})
 MAX_DEPTH = 12
 MAX_WIDTH_READERS = 64  # functions followed from a kernel for whether it reads warpSize
+LOGICAL_MARK = "~"  # lane_callees entry: blind, or working in logical groups of 32 lanes
 # Every AMD guard's name holds one of these (is_amd_guard, looks_like_amd_guard): a test
 # without any cannot name one.
 AMD_WORDS = ("HIP", "HCC", "ROCM", "AMD", "gfx", "GFX")
@@ -252,7 +253,7 @@ class ProjectFacts:
         self.mark_functions: Callable[[str], None] = lambda path: None
         # width constants read only where the project found the code lane-blind (answer)
         self.blind_reads: set[str] = set()
-        self._blind: dict[str, bool] = {}
+        self._blind: dict[tuple[str, bool], bool] = {}
         # a file's definitions of one name, by offset (_nearest_before)
         self._by_name_and_offset: dict[tuple[str, str], tuple[list[int], list[Definition]]] = {}
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
@@ -670,11 +671,16 @@ class ProjectFacts:
         tests = branch.tests
         return any(self.is_platform_macro(n) for t in tests for n in names_in(t))
 
-    def lane_blind(self, name: str, depth: int = 0) -> bool:
+    def lane_blind(self, name: str, depth: int = 0, logical: bool = False) -> bool:
         """Is every project function named `name` free of warp-level code, and so is what
         it calls (project functions, CUDA names, casts and value types)? A name the
-        project does not define is not known to be (a library's warp reduction)."""
-        known = self._blind.get(name)
+        project does not define is not known to be (a library's warp reduction). With
+        `logical`, warp-level code in logical groups of 32 lanes (FunctionInfo.logical32: a
+        butterfly or tree reduction from 16) counts as blind too: what a caller working
+        in such groups may call."""
+        if name.startswith(LOGICAL_MARK):  # a Pending's lane_callees entry: "~name"
+            return self.lane_blind(name[len(LOGICAL_MARK) :], depth, logical=True)
+        known = self._blind.get((name, logical))
         if known is not None:
             return known
         defined = self.functions.get(name)
@@ -686,17 +692,21 @@ class ProjectFacts:
             return all(d.function_like and not warp_level_code(d.body.encode()) for d in macros)
         if not defined or depth > LANE_BLIND_DEPTH:
             return False
+        from portcheck.checks import METHOD_MARK
         from portcheck.checks.warp import NOT_CALLEES, _elementwise_macro
 
-        self._blind[name] = True  # a recursive call adds nothing new
+        self._blind[(name, logical)] = True  # a recursive call adds nothing new
         for path, _ in defined:
             self.mark_functions(path)
         result = all(
-            not fn.warp_level
+            (not fn.warp_level or (logical and fn.logical32))
             and all(
                 (
-                    self.lane_blind(callee, depth + 1)
+                    self.lane_blind(callee, depth + 1, logical)
                     if callee in self.functions
+                    # a method of the project's (`x.get_bits()`): by its name
+                    else self.lane_blind(callee[1:], depth + 1, logical)
+                    if callee.startswith(METHOD_MARK) and callee[1:] in self.functions
                     else self.known_name(callee)
                     or callee in fn.opaque_calls
                     or callee in NOT_CALLEES
@@ -706,7 +716,7 @@ class ProjectFacts:
             )
             for _, fn in defined
         )
-        self._blind[name] = result
+        self._blind[(name, logical)] = result
         return result
 
     def _counts_hardware_warps(self, launched: str) -> bool:

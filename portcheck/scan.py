@@ -234,7 +234,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-39"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-40"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -431,6 +431,8 @@ def _assemble(
             for u in file_scan.uses:
                 names_on.setdefault(u.span.line, set()).add(u.name)
         for finding in [*file_scan.findings, *answers.get(path, ())]:
+            if finding.slug in options.ignore:
+                continue  # a hazard the user turned off, found by a check of another's
             if (
                 finding.slug == UNKNOWN_API
                 and unknown_names.get(finding.span.start_byte) in own_names

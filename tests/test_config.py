@@ -7,16 +7,16 @@ import shutil
 
 import pytest
 
-from conftest import SCAN_FIXTURES, run_portcheck
+from conftest import FIXTURES, SCAN_FIXTURES, run_portcheck
 
 
 @pytest.fixture
 def project(tmp_path):
-    """A small tree: a reduction kernel with warp-size and lane-mask hazards, and vendored
+    """A small tree: reduction kernels with warp-size and lane-mask hazards, and vendored
     third-party CUDA the team does not own."""
     (tmp_path / "src").mkdir()
     (tmp_path / "third_party").mkdir()
-    shutil.copy(SCAN_FIXTURES / "reduction.cu", tmp_path / "src" / "reduction.cu")
+    shutil.copy(FIXTURES / "hazards" / "warp_reduce.cu", tmp_path / "src" / "reduction.cu")
     shutil.copy(SCAN_FIXTURES / "cublas_gemm.cu", tmp_path / "third_party" / "gemm.cu")
     return tmp_path
 

@@ -97,6 +97,9 @@ class FunctionInfo:
     # numbers its threads flat across a two-dimensional block (checks.warp.flattens_block).
     reads_width: bool = False
     flat_block: bool = False
+    # Also set by mark_warp_level: its warp-level code is in logical groups of 32 lanes
+    # (checks.warp.logical_32_code).
+    logical32: bool = False
 
 
 def nesting(functions: list[FunctionInfo]) -> list[int]:

@@ -99,7 +99,8 @@ def _grouping(ctx: Context, offset: int) -> str | None:
     function works on cooperative-groups tiles of 32; "tile:EXPR" when its tiles are as
     wide as a constant only the project can evaluate (`tiled_partition<WARP_SIZE>`);
     "logical" for logical groups of 32 (_logical_groups), "logical?f,g" when they are so
-    if the other files' functions f and g it reaches are lane-blind.
+    if the other files' functions f and g it reaches are lane-blind (or logical
+    themselves); "warpsize" (and "warpsize?f,g") for groups of `warpSize` lanes throughout.
     Arithmetic in 32s is then consistent with those groups on a 64-lane wavefront."""
     fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
     if fn is None:
@@ -118,6 +119,9 @@ def _grouping(ctx: Context, offset: int) -> str | None:
             logical = _logical_groups(ctx, fn) if not known else False
             if logical is True:
                 known = "logical"
+            elif isinstance(logical, frozenset) and logical >= WARPSIZE_GROUPS:
+                names = sorted(logical - WARPSIZE_GROUPS)
+                known = "warpsize?" + ",".join(names) if names else "warpsize"
             elif logical:  # unless another file's function it calls takes the whole warp
                 known = "logical?" + ",".join(sorted(logical))
         ctx.memo[("grouping", fn.start)] = known
@@ -136,15 +140,41 @@ SHUFFLE_KIND = re.compile(rb"__shfl(_xor|_down|_up)?")
 
 
 def _logical_if_blind(grouping: str | None) -> set[str]:
-    """The other files' functions whose lane-blindness decides a "logical?f,g" grouping."""
+    """The other files' functions that decide a "logical?f,g" grouping, as lane_callees
+    entries that they be lane-blind or in logical groups of 32 themselves ("~f")."""
     if grouping is None or not grouping.startswith("logical?"):
         return set()
-    return set(grouping[len("logical?") :].split(","))
+    return {"~" + name for name in grouping[len("logical?") :].split(",")}
+
+
+def logical_32_code(code: bytes) -> bool:
+    """Does a function's code (comments and strings blanked) shuffle only within logical
+    groups of 32 lanes, by its own literals (butterflies and tree reductions from at most
+    16, explicit widths of at most 32), and take nothing of the hardware's whole warp? A
+    caller in logical 32-lane groups may call it (ProjectFacts.lane_blind(logical=True))."""
+    hardware = {m.group() for m in HARDWARE_GROUP.finditer(code)}
+    if hardware or not SHUFFLE.search(code):
+        return False
+    for match in SHUFFLE.finditer(code):
+        if _explicit_width(code, match):
+            continue
+        kind = SHUFFLE_KIND.match(code, match.start())
+        step = kind.group(1) if kind is not None else None
+        if step not in (b"_xor", b"_down"):
+            return False
+        if not _within_32(code, match, step == b"_down", _literal_value):
+            return False
+    return True
+
+
+def _literal_value(expr: str) -> int | None:
+    found = evaluate(expr, lambda name: None, in_if=False)
+    return found if isinstance(found, int) else None
 
 
 def _logical_groups(ctx: Context, fn: Any) -> bool | frozenset[str]:
-    """Do `fn` and the functions of this file it calls and that call it, up to a kernel,
-    work in logical groups of 32 lanes that a 64-lane wavefront runs as two: shuffles
+    """Do `fn`, the functions of this file that call it up to a kernel, and what they all
+    call, work in logical groups of 32 lanes that a 64-lane wavefront runs as two: shuffles
     only down or across (`__shfl_down_sync`, `__shfl_xor_sync`, offsets that stay within
     the 32), or with an explicit width, and nothing that takes the hardware's whole warp
     (HARDWARE_GROUP)? Then `tid / 32`, `tid % 32`, `[32]` slots and a reduction from 16
@@ -154,9 +184,22 @@ def _logical_groups(ctx: Context, fn: Any) -> bool | frozenset[str]:
     names: logical groups if the project finds them all lane-blind."""
     by_name = _functions_by_name(ctx)
     cuda_names = _cuda_names(ctx)
-    group: dict[int, Any] = {fn.start: fn}
+    # The group: `fn`, the functions that call it (up to the kernels), and everything all
+    # of those call; not the other callers of what `fn` calls (a kernel's reduction helper
+    # shared with a kernel that broadcasts says nothing of this kernel).
+    callers: dict[int, Any] = {fn.start: fn}
+    up = [fn]
+    while up and len(callers) <= 32:
+        current = up.pop()
+        if current.is_kernel:
+            continue  # its launches (host code) are not part of its lanes' groups
+        for caller in ctx.functions:
+            if current.name in caller.calls and caller.start not in callers:
+                callers[caller.start] = caller
+                up.append(caller)
+    group: dict[int, Any] = dict(callers)
     outside: set[str] = set()
-    todo = [fn]
+    todo = list(callers.values())
     while todo:
         current = todo.pop()
         for name in current.calls:
@@ -171,23 +214,20 @@ def _logical_groups(ctx: Context, fn: Any) -> bool | frozenset[str]:
                 if callee.start not in group:
                     group[callee.start] = callee
                     todo.append(callee)
-        for caller in ctx.functions:
-            if current.name in caller.calls and caller.start not in group:
-                group[caller.start] = caller
-                todo.append(caller)
         if len(group) > 32:
             return False
     if not any(f.is_kernel for f in group.values()):
         return False  # its callers are elsewhere: what they take a warp to be is not in view
-    # A width named in the splits must be 32 by this file's own definitions (one the
-    # project defines elsewhere may be 64 on AMD, and then a reduction from 16 is short),
-    # unless every shuffle of the group spans that width itself (`offset = warpSize / 2`
-    # beside `tid / warpSize`, warpSize the hardware's or a project's macro): then the
-    # groups are the width's, whatever it is.
+    # The widths the splits name: 32 by this file's own definitions, or the project's
+    # (`WARP_SIZE` in another header), which the findings here are conditional on being 32
+    # in an AMD build: read as 32. Not beside a split by a literal 32 (`tid % 32` and `tid
+    # / WARP_SIZE` are two widths if the project's is 64 on AMD). The hardware's `warpSize`
+    # (or a project's macro of that name) only when every shuffle spans it itself (`offset
+    # = warpSize / 2` beside `tid / warpSize`): then the groups are its, whatever it is.
     amd = _amd_groups(ctx)
-    elsewhere: set[str] = set()
-    divisors: set[str] = set()
-    fixed = False  # a split by a width that is 32 here (`% 32`, `/ WARP_SIZE` defined 32)
+    named: set[str] = set()  # the project's width names this file does not define
+    hardware_width = False
+    fixed = False  # a split by a 32 of this file's (`% 32`, `/ WARP_SIZE` defined 32 here)
     for member in group.values():
         if amd and any(
             b.group in amd and member.start <= b.start_byte < member.end
@@ -198,26 +238,29 @@ def _logical_groups(ctx: Context, fn: Any) -> bool | frozenset[str]:
         hardware = {m.group() for m in HARDWARE_GROUP.finditer(code)}
         if hardware - {b"warpSize"}:
             return False
-        if hardware:
-            elsewhere.add("warpSize")
-        divisors = set(split_divisors(code, 0, len(code)))
+        hardware_width = hardware_width or bool(hardware)
+        divisors = split_divisors(code, 0, len(code))
         fixed = fixed or "32" in divisors
         for divisor in divisors:
-            if WIDTH_FACTOR_NAME.search(divisor):
+            if divisor == "warpSize":
+                hardware_width = True
+            elif WIDTH_FACTOR_NAME.search(divisor):
                 known = _file_value(ctx, divisor, member.start)
                 if known is None:
-                    elsewhere.add(divisor)
+                    named.add(divisor)
                 elif known != 32:
                     return False
                 else:
-                    fixed = True
-    if elsewhere and fixed:
-        return False  # `tid % 32` beside `tid / warpSize`: two widths in one group
+                    fixed = True  # this file's own 32
+    if (named or hardware_width) and fixed:
+        return False  # `tid % 32` beside `tid / WARP_SIZE`: two widths in one group
     shuffles = 0
     for member in group.values():
         code = ctx.masked[member.start : member.end]
 
         def value(expr: str, at: int = member.start) -> int | None:
+            for name in named & set(names_in(expr)):  # the project's width: 32 on AMD
+                expr = re.sub(rf"\b{name}\b", "32", expr)
             return _file_value(ctx, expr, at)
 
         for match in SHUFFLE.finditer(code):
@@ -228,16 +271,27 @@ def _logical_groups(ctx: Context, fn: Any) -> bool | frozenset[str]:
             step = kind.group(1) if kind is not None else None
             if step not in (b"_xor", b"_down"):
                 return False  # a broadcast, a scan or a neighbour read across the 32
-            if elsewhere:
+            if hardware_width:
                 start = _loop_start(code, match)
-                if start is None or not set(names_in(start.decode(errors="replace"))) & elsewhere:
-                    return False  # a span of its own beside a width defined elsewhere
+                if start is None or b"warpSize" not in start:
+                    return False  # a span of its own beside the hardware's width
                 continue
             if not _within_32(code, match, step == b"_down", value):
                 return False
-    if not shuffles:
-        return False
+    if not shuffles and not outside:
+        return False  # (with calls elsewhere: the project finds whether they shuffle so)
+    if hardware_width:
+        # groups of `warpSize` lanes throughout: consistent whatever the name is, but the
+        # hardware's warp if it is the built-in (WARPSIZE_GROUPS, not logical 32-lane ones)
+        return WARPSIZE_GROUPS | frozenset(outside)
     return frozenset(outside) if outside else True
+
+
+# _logical_groups' answer for code in groups of `warpSize` lanes throughout (shuffles that
+# span it, splits by it): right whatever `warpSize` is, so a project's `#define warpSize
+# 32` read there is harmless; but if it is the hardware's, launches and 32-slot arrays
+# sized for 32-lane warps are still questions.
+WARPSIZE_GROUPS = frozenset({"\x00warpSize"})
 
 
 def _file_value(ctx: Context, expr: str, offset: int) -> int | None:
@@ -414,6 +468,16 @@ DECLARED_TYPE = re.compile(
 # hide a warp reduction.
 NOT_CALLEES = frozenset(
     {
+        # the C library and the compiler's hints: nothing a warp does together
+        "assert",
+        "static_assert",
+        "memcpy",
+        "memset",
+        "printf",
+        "__builtin_assume_aligned",
+        "__builtin_expect",
+        "__builtin_assume",
+        "__builtin_unreachable",
         "static_cast",
         "reinterpret_cast",
         "const_cast",
@@ -768,13 +832,16 @@ def _report_if(ctx: Context, node, wanted: tuple[int, ...], start: int, end: int
         grouping = _grouping(ctx, start)
         if grouping == "width":
             return  # every shuffle here names its 32-lane width: the groups are deliberate
-        if grouping == "logical":
+        # a project's `warpSize` (`#define warpSize 32`) read in groups of warpSize lanes
+        width_only = isinstance(value, str) and set(names_in(value)) == {"warpSize"}
+        if grouping == "logical" or (grouping == "warpsize" and width_only):
             _read_harmlessly(ctx, node)
             return  # logical groups of 32 throughout: two to a wavefront, each right
+        if grouping is not None and grouping.startswith("warpsize?") and width_only:
+            grouping = "logical?" + grouping[len("warpsize?") :]  # the same, if those are
         names = _logical_if_blind(grouping)
-        if names:  # the same, unless a function of another file the group calls is not blind
-            names.update(filter(None, kw.get("lane_callees", "").split(",")))
-            kw["lane_callees"] = ",".join(sorted(names))
+        if names:  # the same, unless a function of another file the group calls shuffles
+            kw["lane_callees"] = ",".join(sorted(names))  # otherwise (or is not blind)
         if _adapts_to_warp_width(ctx, text(node), start):
             return  # 32 is the data's row width; groups per warp are derived from the lanes
         # In cooperative-groups tiles of 32 (`tiled_partition<32>`) a lane or tile index
@@ -1096,8 +1163,10 @@ def _launches_counting_warps(ctx: Context) -> None:
                 continue  # lane-blind, or its groups are 32 lanes on purpose, as the launch's
             if grouping == "logical":
                 continue
-        callees = set(blind) if isinstance(blind, frozenset) else set()
-        callees |= _logical_if_blind(grouping)  # logical groups if those are lane-blind
+        # lane-blind if those are; logical groups if those are blind or logical themselves
+        callees = _logical_if_blind(grouping) or (
+            set(blind) if isinstance(blind, frozenset) else set()
+        )
         if callees:
             kw["lane_callees"] = ",".join(sorted(callees))
         if isinstance(value, str):
