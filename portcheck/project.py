@@ -1346,6 +1346,14 @@ class ProjectFacts:
 
         roots = dict(self.roots)
         per_platform: set[tuple[str, int]] = set()  # the project's AMD code has its own value
+        # a function's own width constant in logical 32-lane groups (checks.warp's
+        # _widths_of_logical_groups, with the other files' functions that decide it)
+        in_groups: set[tuple[str, str, int]] = set()
+        for entry in lane_blind:
+            if entry.startswith("\x00"):
+                _, constant, at, in_path, callees = entry.split("\x00")
+                if all(self.lane_blind(n) for n in filter(None, callees.split(","))):
+                    in_groups.add((in_path, constant, int(at)))
         for path, ff in self.files.items():
             definitions: list[Definition] = [*ff.facts.macros, *ff.facts.constants]
             twice = {n for n, k in Counter(d.name for d in definitions).items() if k > 1}
@@ -1369,6 +1377,8 @@ class ProjectFacts:
                     continue
                 if WARP_WIDTH_NAME.search(definition.name):
                     if definition.name in lane_blind:
+                        continue
+                    if (path, definition.name, definition.offset) in in_groups:
                         continue
                     slug, wanted = "warp-size-assumption", 32
                 elif _lane_mask_name(definition.name):

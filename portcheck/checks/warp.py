@@ -875,6 +875,27 @@ FLOAT_WHOLE = re.compile(r"(\d+)\.0*[fF]?")
 DATA_TILE_NAME = re.compile(r"(?i)^(?!.*(?:warp|lane|wave|thread|simd|tile)).*chunk")
 
 
+def _widths_of_logical_groups(ctx: Context) -> None:
+    """A function's own constant named for the warp width and set to 32 (`constexpr int
+    WarpSize = 32;` in a kernel) where the function works in logical groups of 32 lanes:
+    harmless, whoever reads it (recorded among the file's harmless reads as NUL, name,
+    offset, path and the other files' functions f and g ("~f,~g") whose being lane-blind
+    or logical themselves it takes, for the project to decide: definition_findings)."""
+    for constant in ctx.preproc.constants:
+        if not WARP_WIDTH_NAME.search(constant.name):
+            continue
+        if not any(f.start <= constant.offset < f.end for f in ctx.functions):
+            continue  # a file's constant: its reads decide
+        if _file_value(ctx, constant.expr, constant.offset) != 32:
+            continue
+        grouping = _grouping(ctx, constant.offset)
+        names = _logical_if_blind(grouping)
+        if grouping != "logical" and not names:
+            continue
+        place = "\x00".join(("", constant.name, str(constant.offset), ctx.path))
+        ctx.memo.setdefault("blind-names", set()).add(place + "\x00" + ",".join(sorted(names)))
+
+
 def _read_harmlessly(ctx: Context, node: Any) -> None:
     """The project's width constant read at `node` is read where it is right on wave64:
     not a use that makes its definition a finding."""
@@ -986,6 +1007,7 @@ def warp_size_assumption(ctx: Context) -> None:
     _host_width_locals(ctx)
     _first_warp_guards(ctx)
     _launches_counting_warps(ctx)
+    _widths_of_logical_groups(ctx)
 
 
 # `int devID, warp_size = 32;`: a local of host code named for the warp width, given 32.
