@@ -63,6 +63,8 @@ DEVICE_CODE_CHECKS = frozenset(
 )
 ASSIGNED = re.compile(rb"\b([A-Za-z_]\w*)\s*(?:[-+*/%&|^]|<<|>>)?=(?!=)")
 
+ADDRESS_OF = re.compile(rb"(?<!&)&\s*([A-Za-z_]\w*)\b")
+
 METHOD_MARK = "."  # in FunctionInfo.calls: ".sync" is a call of a method named sync
 
 
@@ -339,6 +341,12 @@ class Context:
         for match in ASSIGNED.finditer(body):
             name = match.group(1).decode()
             assignments[name] = assignments.get(name, 0) + 1
+        # `cudaDeviceGetAttribute(&warp_size, …)`: a callee given its address may set it
+        for match in ADDRESS_OF.finditer(body):
+            before = body[max(0, match.start() - 64) : match.start()].rstrip()
+            if not before or before[-1:] in b"(,=;{}!?:" or before.endswith(b"return"):
+                name = match.group(1).decode()
+                assignments[name] = assignments.get(name, 0) + 2
         for name, declarations in self.declarations(fn).items():
             for _, declared in declarations:
                 if declared.parameter:

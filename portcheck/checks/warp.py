@@ -877,21 +877,29 @@ DATA_TILE_NAME = re.compile(r"(?i)^(?!.*(?:warp|lane|wave|thread|simd|tile)).*ch
 
 def _widths_of_logical_groups(ctx: Context) -> None:
     """A function's own constant named for the warp width and set to 32 (`constexpr int
-    WarpSize = 32;` in a kernel) where the function works in logical groups of 32 lanes:
+    WarpSize = 32;` in a kernel) where the function works in logical groups of 32 lanes,
+    or where host code that launches only kernels whose lanes do not matter sets it:
     harmless, whoever reads it (recorded among the file's harmless reads as NUL, name,
     offset, path and the other files' functions f and g ("~f,~g") whose being lane-blind
     or logical themselves it takes, for the project to decide: definition_findings)."""
     for constant in ctx.preproc.constants:
         if not WARP_WIDTH_NAME.search(constant.name):
             continue
-        if not any(f.start <= constant.offset < f.end for f in ctx.functions):
+        host = _innermost(ctx, constant.offset)
+        if host is None:
             continue  # a file's constant: its reads decide
         if _file_value(ctx, constant.expr, constant.offset) != 32:
             continue
-        grouping = _grouping(ctx, constant.offset)
-        names = _logical_if_blind(grouping)
-        if grouping != "logical" and not names:
-            continue
+        if host.is_kernel or host.is_device:
+            grouping = _grouping(ctx, constant.offset)
+            names = _logical_if_blind(grouping)
+            if grouping != "logical" and not names:
+                continue
+        else:  # host code: harmless if every kernel it launches leaves the lanes alone
+            launched = _launched_lanes(ctx, host)
+            if launched is False:
+                continue
+            names = set(launched) if isinstance(launched, frozenset) else set()
         place = "\x00".join(("", constant.name, str(constant.offset), ctx.path))
         ctx.memo.setdefault("blind-names", set()).add(place + "\x00" + ",".join(sorted(names)))
 
@@ -1043,6 +1051,10 @@ def _host_width_locals(ctx: Context) -> None:
             )
             if given is not None:
                 continue  # set again (from the device, perhaps): not only 32
+            launched = _launched_lanes(ctx, fn)
+            if launched is True:
+                continue  # it sizes launches of kernels whose lanes do not matter (or in 32s)
+            kw: dict[str, Any] = {"lane_callees": ",".join(sorted(launched))} if launched else {}
             ctx.report(
                 match.start(1),
                 match.end(1),
@@ -1050,7 +1062,45 @@ def _host_width_locals(ctx: Context) -> None:
                 "32-thread warps; CDNA wavefronts are 64 wide",
                 fix="Read the width from the device (`hipDeviceProp_t::warpSize` or "
                 "`hipDeviceGetAttribute(&w, hipDeviceAttributeWarpSize, dev)`).",
+                **kw,
             )
+
+
+def _launched_lanes(ctx: Context, host: Any) -> bool | frozenset[str]:
+    """Do all the kernels `host` launches leave the hardware's lane count alone: True
+    when each is this file's and lane-blind or in logical groups of 32; the other
+    files' functions that decide it ("~f" for lane-blind or logical) when only those do;
+    False when one does depend on it, or `host` launches none (a buffer sized per warp
+    may be for any code)."""
+    kernels = {f.name: f for f in ctx.functions if f.is_kernel}
+    names: set[str] = set()
+    launches = 0
+    for use in ctx.uses_named(["<<<>>>"]):
+        if not host.start <= use.span.start_byte < host.end:
+            continue
+        launch = ctx.root.descendant_for_byte_range(use.span.start_byte, use.span.end_byte)
+        call = launch.parent if launch is not None else None
+        callee = call.child_by_field_name("function") if call is not None else None
+        name = KERNEL_NAME.match(text(callee)) if callee is not None else None
+        kernel = kernels.get(name.group(1)) if name is not None else None
+        if kernel is None:
+            return False  # another file's kernel (or one not told): not in view
+        launches += 1
+        blind = _lane_blind(ctx, kernel.start)
+        grouping = _grouping(ctx, kernel.start) or ""
+        if blind is True or grouping == "logical":
+            continue
+        # (groups of an explicit width or tiles capped at the host's 32, as simpleSpmv's
+        # `threads_per_row` below `warpSize = 32` is: what a wave64 port widens)
+        conditional = _logical_if_blind(grouping) or (
+            set(blind) if isinstance(blind, frozenset) else set()
+        )
+        if not conditional:
+            return False
+        names |= conditional
+    if not launches:
+        return False
+    return frozenset(names) if names else True
 
 
 def _first_warp_guards(ctx: Context) -> None:
