@@ -55,6 +55,7 @@ ATTRIBUTE_SPACES = frozenset({"device", "global"})  # `__attribute__((device))`
 DEVICE_QUALIFIER_TOKENS = frozenset({"__device__", "__global__"})
 MAX_DEPTH = 12
 MAX_WIDTH_READERS = 64  # functions followed from a kernel for whether it reads warpSize
+INCLUDE_DEPTH = 4  # levels of `#include "…"` followed to name the definition a file reads
 LOGICAL_MARK = "~"  # lane_callees entry: blind, or working in logical groups of 32 lanes
 # Every AMD guard's name holds one of these (is_amd_guard, looks_like_amd_guard): a test
 # without any cannot name one.
@@ -251,6 +252,8 @@ class ProjectFacts:
         self.functions: dict[str, list[tuple[str, FunctionInfo]]] = {}
         self.known_name: Callable[[str], bool] = lambda name: False
         self.mark_functions: Callable[[str], None] = lambda path: None
+        # the scanned files a file includes with `#include "…"` (set by the scan)
+        self.includes_of: Callable[[str], frozenset[str]] = lambda path: frozenset()
         # width constants read only where the project found the code lane-blind (answer)
         self.blind_reads: set[str] = set()
         self._blind: dict[tuple[str, bool], bool] = {}
@@ -1076,6 +1079,27 @@ class ProjectFacts:
         self._value_cache[key] = result
         return result
 
+    def _named_definition(
+        self, chosen: list[tuple[str, str, Definition]], path: str
+    ) -> tuple[str, Definition]:
+        """Of agreeing definitions, the one `path` reaches through its `#include "…"`s
+        (nearest first, a few levels deep), else the first."""
+        if len(chosen) > 1:
+            by_file: dict[str, Definition] = {}
+            for def_path, _, definition in chosen:
+                by_file.setdefault(def_path, definition)  # a file's first, as without this
+            seen = {path}
+            level = [path]
+            for _ in range(INCLUDE_DEPTH):
+                level = [f for p in level for f in sorted(self.includes_of(p)) if f not in seen]
+                seen.update(level)
+                for included in level:
+                    if included in by_file:
+                        return included, by_file[included]
+                if not level:
+                    break
+        return chosen[0][0], chosen[0][2]
+
     def _live(
         self, name: str
     ) -> tuple[list[tuple[str, str, Definition]], dict[str, list[tuple[str, str, Definition]]]]:
@@ -1121,14 +1145,14 @@ class ProjectFacts:
         if shared and name in self._project_values:
             value = self._project_values[name]
             if value is not None:
-                self._decided_by[(name, path)] = (chosen[0][0], chosen[0][2])
+                self._decided_by[(name, path)] = self._named_definition(chosen, path)
             return value
         values = {self.evaluate(expr, def_path, depth + 1) for def_path, expr, _ in chosen}
         value = values.pop() if len(values) == 1 else None
         if len(chosen) == 1 or value is not None:
             # several definitions that agree (a constant and the same enum in two structs):
-            # the first decides, and its uses are listed there
-            self._decided_by[(name, path)] = (chosen[0][0], chosen[0][2])
+            # the one this file includes decides, else the first; its uses are listed there
+            self._decided_by[(name, path)] = self._named_definition(chosen, path)
         if shared:
             self._project_values[name] = value
         return value

@@ -697,3 +697,29 @@ def test_cublaslt_is_a_rename_unless_a_name_has_no_hipblaslt_counterpart():
     assert "2 of its names" in ports[0].message
     layouts = portcheck.scan(FIXTURES / "hazards" / "fp8_gemm_layout.cpp", cache=False)
     assert not [f for f in layouts.findings if f.slug == "library-port"]
+
+
+def test_a_constant_defined_alike_in_two_headers_is_named_where_the_file_includes_it(tmp_path):
+    # Two copies of the same width header (a training tree and a scratch tree of kernels);
+    # each kernel file's findings name the copy it includes.
+    for folder in ("dev", "lib"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "common.h").write_text(
+            "#pragma once\n#include <cuda_runtime.h>\n#define WARP_SIZE 32\n"
+        )
+    (tmp_path / "dev" / "reduce.cu").write_text('#include "common.h"\n')
+    (tmp_path / "lib" / "norm.cu").write_text(
+        '#include "common.h"\n'
+        "__global__ void row_norms(const float* x, float* out, int cols) {\n"
+        "  const int lane = threadIdx.x % WARP_SIZE;\n"
+        "  float s = 0.f;\n"
+        "  for (int c = lane; c < cols; c += WARP_SIZE) s += x[blockIdx.x * cols + c];\n"
+        "  s = __shfl_sync(__activemask(), s, 0);\n"
+        "  if (lane == 0) out[blockIdx.x] = s;\n"
+        "}\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    (split,) = [f for f in report.findings if f.path == "lib/norm.cu" and "splits" in f.message]
+    assert "lib/common.h:3" in split.message
+    (definition,) = [f for f in report.findings if f.path == "lib/common.h"]
+    assert "lib/norm.cu:3" in definition.message
