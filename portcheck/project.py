@@ -120,7 +120,9 @@ class Pending(NamedTuple):
     # Launches of the project's kernels defined in other files ("kernel:factor", comma-
     # separated) that count their warps in 32 threads: reported when one of the kernels
     # depends on the lane count and neither splits its threads by 32 (or the launch's
-    # factor) itself nor groups its lanes on purpose (ProjectFacts.answer).
+    # factor) itself nor groups its lanes on purpose; "kernel:32:width" (a thread count
+    # made as warps of 32) and "kernel:32:rows" (rows of 32 threads): when the kernel
+    # reads `warpSize` (and, for rows, does not number its block flat) (ProjectFacts.answer).
     launched: str = ""
 
 
@@ -725,8 +727,9 @@ class ProjectFacts:
     def _counts_hardware_warps(self, launched: str) -> bool:
         """`launched` = "kernel:factor": is the kernel the project's, and do its warps
         follow the hardware's lane count: not lane-blind, no split of its threads by 32 (or
-        by the launch's factor) of its own, no tiles or shuffle widths of 32? (A kernel the
-        project does not define is no question for it.)"""
+        by the launch's factor) of its own, no tiles or shuffle widths of 32? With
+        ":width" or ":rows" after the factor (Pending.launched): does it read `warpSize`?
+        (A kernel the project does not define is no question for it.)"""
         kernel, _, factor = launched.partition(":")
         factor, _, mode = factor.partition(":")
         defined = [(path, fn) for path, fn in self.functions.get(kernel, ()) if fn.is_kernel]

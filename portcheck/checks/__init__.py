@@ -450,11 +450,16 @@ class Context:
         return self._device_nodes.get(name, [])
 
     def function_at(self, offset: int) -> str:
+        fn = self.function_info_at(offset)
+        return fn.name if fn is not None else ""
+
+    def function_info_at(self, offset: int) -> FunctionInfo | None:
+        """The innermost function around `offset`, or None."""
         if self._function_index is None:  # once per file, not once per finding
             self._function_index = ([f.start for f in self.functions], nesting(self.functions))
         starts, outer = self._function_index
         i = innermost_function(self.functions, starts, outer, offset)
-        return self.functions[i].name if i >= 0 else ""
+        return self.functions[i] if i >= 0 else None
 
     def uses_named(self, names: Iterable[str] | Callable[[Use], bool]) -> list[Use]:
         if callable(names):

@@ -216,11 +216,8 @@ OCCUPANCY = re.compile(rb"\b(?:cuda|cu|hip)OccupancyMaxActiveBlocksPerMultiproce
 
 def _sized_by_occupancy(ctx: Context, offset: int) -> bool:
     """Does the function around `offset` ask the occupancy API how many blocks fit?"""
-    around = [f for f in ctx.functions if f.start <= offset < f.end]
-    if not around:
-        return False
-    fn = max(around, key=lambda f: f.start)
-    return OCCUPANCY.search(ctx.masked, fn.start, fn.end) is not None
+    fn = ctx.function_info_at(offset)
+    return fn is not None and OCCUPANCY.search(ctx.masked, fn.start, fn.end) is not None
 
 
 @hazard("cuda-graphs")

@@ -24,7 +24,7 @@ from portcheck.preproc import (
     top_level_arguments,
     unless_defined,
 )
-from portcheck.project import LANE_MASK_NAME, WARP_WIDTH_NAME
+from portcheck.project import LANE_MASK_NAME, LOGICAL_MARK, MAX_WIDTH_READERS, WARP_WIDTH_NAME
 
 # An operand that is plausibly a thread or lane index.
 THREAD_INDEX = re.compile(
@@ -144,7 +144,7 @@ def _logical_if_blind(grouping: str | None) -> set[str]:
     entries that they be lane-blind or in logical groups of 32 themselves ("~f")."""
     if grouping is None or not grouping.startswith("logical?"):
         return set()
-    return {"~" + name for name in grouping[len("logical?") :].split(",")}
+    return {LOGICAL_MARK + name for name in grouping[len("logical?") :].split(",")}
 
 
 def logical_32_code(code: bytes) -> bool:
@@ -152,19 +152,34 @@ def logical_32_code(code: bytes) -> bool:
     groups of 32 lanes, by its own literals (butterflies and tree reductions from at most
     16, explicit widths of at most 32), and take nothing of the hardware's whole warp? A
     caller in logical 32-lane groups may call it (ProjectFacts.lane_blind(logical=True))."""
-    hardware = {m.group() for m in HARDWARE_GROUP.finditer(code)}
-    if hardware or not SHUFFLE.search(code):
+    if HARDWARE_GROUP.search(code):
         return False
+    return bool(_shuffles_in_groups(code, _literal_value, None))
+
+
+def _shuffles_in_groups(
+    code: bytes, value: Callable[[str], int | None], spanning: bytes | None
+) -> int | None:
+    """How many warp shuffles `code` has when each keeps to its group: an explicit width,
+    or a step down or across that stays within 32 lanes (`value` reads a loop's first
+    offset); with `spanning`, a halving loop that starts from that width's name (`offset =
+    warpSize / 2`). None when one reads across (a broadcast, a scan, a neighbour)."""
+    count = 0
     for match in SHUFFLE.finditer(code):
+        count += 1
         if _explicit_width(code, match):
-            continue
+            continue  # its own width: a group of its own
         kind = SHUFFLE_KIND.match(code, match.start())
         step = kind.group(1) if kind is not None else None
         if step not in (b"_xor", b"_down"):
-            return False
-        if not _within_32(code, match, step == b"_down", _literal_value):
-            return False
-    return True
+            return None
+        if spanning is not None:
+            start = _loop_start(code, match)
+            if start is None or spanning not in start:
+                return None  # a span of its own beside the width
+        elif not _within_32(code, match, step == b"_down", value):
+            return None
+    return count
 
 
 def _literal_value(expr: str) -> int | None:
@@ -263,21 +278,10 @@ def _logical_groups(ctx: Context, fn: Any) -> bool | frozenset[str]:
                 expr = re.sub(rf"\b{name}\b", "32", expr)
             return _file_value(ctx, expr, at)
 
-        for match in SHUFFLE.finditer(code):
-            shuffles += 1
-            if _explicit_width(code, match):
-                continue  # its own width: a group of its own
-            kind = SHUFFLE_KIND.match(code, match.start())
-            step = kind.group(1) if kind is not None else None
-            if step not in (b"_xor", b"_down"):
-                return False  # a broadcast, a scan or a neighbour read across the 32
-            if hardware_width:
-                start = _loop_start(code, match)
-                if start is None or b"warpSize" not in start:
-                    return False  # a span of its own beside the hardware's width
-                continue
-            if not _within_32(code, match, step == b"_down", value):
-                return False
+        found = _shuffles_in_groups(code, value, b"warpSize" if hardware_width else None)
+        if found is None:
+            return False
+        shuffles += found
     if not shuffles and not outside:
         return False  # (with calls elsewhere: the project finds whether they shuffle so)
     if hardware_width:
@@ -885,7 +889,7 @@ def _widths_of_logical_groups(ctx: Context) -> None:
     for constant in ctx.preproc.constants:
         if not WARP_WIDTH_NAME.search(constant.name):
             continue
-        host = _innermost(ctx, constant.offset)
+        host = ctx.function_info_at(constant.offset)
         if host is None:
             continue  # a file's constant: its reads decide
         if _file_value(ctx, constant.expr, constant.offset) != 32:
@@ -1072,17 +1076,13 @@ def _launched_lanes(ctx: Context, host: Any) -> bool | frozenset[str]:
     files' functions that decide it ("~f" for lane-blind or logical) when only those do;
     False when one does depend on it, or `host` launches none (a buffer sized per warp
     may be for any code)."""
-    kernels = {f.name: f for f in ctx.functions if f.is_kernel}
+    kernels = _kernels(ctx)
     names: set[str] = set()
     launches = 0
-    for use in ctx.uses_named(["<<<>>>"]):
-        if not host.start <= use.span.start_byte < host.end:
+    for launch, name in _host_launches(ctx):
+        if not host.start <= launch.start_byte < host.end:
             continue
-        launch = ctx.root.descendant_for_byte_range(use.span.start_byte, use.span.end_byte)
-        call = launch.parent if launch is not None else None
-        callee = call.child_by_field_name("function") if call is not None else None
-        name = KERNEL_NAME.match(text(callee)) if callee is not None else None
-        kernel = kernels.get(name.group(1)) if name is not None else None
+        kernel = kernels.get(name.group(1))
         if kernel is None:
             return False  # another file's kernel (or one not told): not in view
         launches += 1
@@ -1165,28 +1165,15 @@ def _launches_counting_warps(ctx: Context) -> None:
     of a kernel in this file that depends on the hardware's lane count: on CDNA the block
     holds half as many wavefronts as the kernel is given warps. Not when the kernel is
     lane-blind or groups its lanes itself (explicit shuffle widths, tiles of 32)."""
-    if ctx.root is None or b"<<<" not in ctx.data:
-        return
-    kernels: dict[str, Any] = {}
-    for fn in ctx.functions:
-        if fn.is_kernel:
-            kernels.setdefault(fn.name, fn)
+    kernels = _kernels(ctx)
     by_place: dict[int, tuple[Any, dict[str, Any]]] = {}
     hints: dict[int, bool] = {}
-    for use in ctx.uses_named(["<<<>>>"]):
-        if use.in_device_code:
-            continue
-        launch = ctx.root.descendant_for_byte_range(use.span.start_byte, use.span.end_byte)
-        if launch is None or launch.type != "kernel_call_syntax":
-            continue
-        call = launch.parent
-        callee = call.child_by_field_name("function") if call is not None else None
-        name = KERNEL_NAME.match(text(callee)) if callee is not None else None
+    for launch, name in _host_launches(ctx):
         config = launch.named_children
-        if name is None or len(config) < 2:
+        if len(config) < 2:
             continue
         kernel = kernels.get(name.group(1))
-        host = _innermost(ctx, launch.start_byte)
+        host = ctx.function_info_at(launch.start_byte)
         if host is not None:
             hinted = hints.get(host.start)
             if hinted is None:
@@ -1389,7 +1376,6 @@ def _calls_elsewhere(ctx: Context, kernel: Any) -> bool:
     )
 
 
-MAX_WIDTH_READERS = 64
 HARDWARE_WIDTH = re.compile(rb"\bwarpSize\b")
 # `int warpSize = 32;`: a local of that name, not the device's
 LOCAL_WIDTH = re.compile(rb"\b(?:int|unsigned|auto|size_t|int32_t)\s+warpSize\s*(?:=|\{)")
@@ -1469,6 +1455,40 @@ WARP_COUNT_HINTS = (b"32", b"warp", b"Warp", b"WARP", b"WS")
 KERNEL_NAME = re.compile(r"\s*(?:::)?(?:\w+::)*(\w+)")
 
 
+def _kernels(ctx: Context) -> dict[str, Any]:
+    """The file's kernels by name (the first of a name), once per file."""
+    kernels = ctx.memo.get("kernels")
+    if kernels is None:
+        kernels = ctx.memo["kernels"] = {}
+        for fn in ctx.functions:
+            if fn.is_kernel:
+                kernels.setdefault(fn.name, fn)
+    return kernels
+
+
+def _host_launches(ctx: Context) -> list[tuple[Any, re.Match[str]]]:
+    """The file's `<<<…>>>` launches in host code: (the launch's configuration node, the
+    match of the kernel's name), once per file."""
+    found = ctx.memo.get("host-launches")
+    if found is not None:
+        return found
+    found = ctx.memo["host-launches"] = []
+    if ctx.root is None or b"<<<" not in ctx.data:
+        return found
+    for use in ctx.uses_named(["<<<>>>"]):
+        if use.in_device_code:
+            continue
+        launch = ctx.root.descendant_for_byte_range(use.span.start_byte, use.span.end_byte)
+        if launch is None or launch.type != "kernel_call_syntax":
+            continue
+        call = launch.parent
+        callee = call.child_by_field_name("function") if call is not None else None
+        name = KERNEL_NAME.match(text(callee)) if callee is not None else None
+        if name is not None:
+            found.append((launch, name))
+    return found
+
+
 def _config_hinted(ctx: Context, start: int, end: int, config: list[Any]) -> bool:
     """Does a launch's grid or block, or what a local it names is first given before the
     launch (or what a local named there is given), name a 32 or a warp width? A textual
@@ -1498,11 +1518,6 @@ def _given_hint(ctx: Context, start: int, end: int, name: bytes, hops: int) -> b
 
 
 IDENTIFIER = re.compile(rb"\b[A-Za-z_]\w*\b")
-
-
-def _innermost(ctx: Context, offset: int) -> Any:
-    around = [f for f in ctx.functions if f.start <= offset < f.end]
-    return max(around, key=lambda f: f.start) if around else None
 
 
 def _resolved(ctx: Context, fn: Any, node: Any) -> Any:
