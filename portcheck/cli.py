@@ -235,7 +235,7 @@ def run() -> None:
     "-o",
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the report to FILE instead of standard output.",
+    help="Write the report to FILE instead of standard output (`-` is standard output).",
 )
 @click.option(
     "--targets",
@@ -450,7 +450,7 @@ def scan_command(
 def _emit(report: Report, fmt: str, output: Path | None) -> None:
     from portcheck.report.json import iter_json
 
-    if output is None:
+    if output is None or str(output) == "-":  # `-o -`: standard output, as other tools read it
         if fmt == "text":
             from portcheck.report.text import render_text
 

@@ -22,7 +22,7 @@ import bisect
 import hashlib
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -70,6 +70,7 @@ from portcheck.preproc import (
     blanked,
     evaluate,
     mask_comments_and_strings,
+    one_arm_spans,
     preprocessor_facts,
 )
 from portcheck.project import Pending
@@ -125,6 +126,13 @@ def _touches(data: bytes, start: int, end: int, span_start: int, span_end: int) 
         return True
     gap = data[end:span_start] if end <= span_start else data[span_end:start]
     return not gap.strip()
+
+
+def _meets(data: bytes, errors: Sequence[Node]) -> Callable[[int, int], bool]:
+    """Whether one of the parse `errors` touches a span (see _touches)."""
+    return lambda start, end: any(
+        _touches(data, e.start_byte, e.end_byte, start, end) for e in errors
+    )
 
 
 # A declaration's head that starts with names before its decl-specifiers or its type and
@@ -294,6 +302,30 @@ class FileScanner:
                     root, captures, result.parse_errors = view_root, view_captures, view_errors
                     amd_defined = self._defined_in(data, spans)
                     view = blanked(data, spans)
+        for whole in (False, True):
+            # Alternatives written into one statement for two configurations (an `if
+            # constexpr (…) {` and an `if (…) {` under `#if __cpp_if_constexpr`): parse the
+            # view of one branch of each such conditional; then, if errors remain, of every
+            # conditional an error meets. Code in the other branches is still read as text;
+            # only its syntax tree is the one branch's.
+            if not result.parse_errors or not result.preproc.branches:
+                break
+            errors = captures.get("error", ())
+            spans = one_arm_spans(
+                view,
+                result.preproc,
+                _meets(view, errors),
+                whole_constructs=whole,
+            )
+            if spans:
+                arm_view = blanked(view, spans)
+                view_root = parse_cuda(arm_view).root_node
+                view_captures = structure_captures(view_root)
+                view_errors = len(view_captures.get("error", ()))
+                if view_errors < result.parse_errors:
+                    root, captures, result.parse_errors = view_root, view_captures, view_errors
+                    amd_defined += self._defined_in(data, spans)
+                    view = arm_view
         hidden: list[tuple[int, str]] = []  # specifier macros left out of the parsed view
         if result.parse_errors:
             occurrences = self._specifier_macros(view, captures.get("error", []), index)

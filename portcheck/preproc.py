@@ -860,13 +860,14 @@ def is_amd_guard(name: str) -> bool:
 # A macro the project tests but does not define, whose name ends in a platform word
 # (`BNB_HIP`, `IS_ROCM`, `PLATFORM_AMD`, `GINKGO_HIP_PLATFORM_HCC` — HCC is the old name of
 # HIP's AMD platform, as in `__HIP_PLATFORM_HCC__`), is taken for an AMD guard set by the
-# build. Only at the end: `GGML_HIP_NO_MMQ_MFMA` is an option *of* the AMD build, not a guard.
+# build. Only at the end (or before `_ENABLED`, RELION's `_HIP_ENABLED`): `GGML_HIP_NO_MMQ_MFMA`
+# is an option *of* the AMD build, not a guard.
 # A switch named after a library only ROCm has (`HAS_ROCTRACER`, `USE_MIOPEN`,
 # `HYPRE_USING_ROCSPARSE`) is one too: no NVIDIA build links it.
 PLATFORM_NAME = re.compile(
     r"(?:^|_)(?:HIP|HIPCC|HCC|ROCM|AMD|AMDGPU"
     r"|ROCTRACER|ROCPROFILER|ROCTX|MIOPEN|RCCL|ROCBLAS|ROCSPARSE|ROCSOLVER|ROCFFT|ROCRAND"
-    r")_?_?$"
+    r")(?:_ENABLED)?_?_?$"
 )
 
 
@@ -899,7 +900,7 @@ def _platform_switch(name: str) -> bool:
 # a portable `#else`).
 NVIDIA_NAME = re.compile(
     r"(?:^|_)(?:CUDA|CUPTI|CUDNN|CUBLAS|CUBLASLT|CUSPARSE|CUSOLVER|CUFFT|CURAND|CUTLASS"
-    r"|NVPROF|NVTX|NVSHMEM|NVML|PTX)_?_?$"
+    r"|NVPROF|NVTX|NVSHMEM|NVML|PTX)(?:_ENABLED)?_?_?$"
     r"|(?:^|_)PLATFORM_(?:NVCC|NVIDIA)_?_?$"
 )
 
@@ -920,7 +921,7 @@ def looks_like_other_dialect_guard(name: str) -> bool:
 
 # Switches of a third GPU platform that is not CUDA at all (jax's `JAX_GPU_ONEAPI`, hypre's
 # `HYPRE_USING_SYCL`, cp2k's `__OFFLOAD_OPENCL`): neither an NVIDIA nor an AMD build sets them.
-THIRD_PLATFORM = re.compile(r"(?:^|_)(?:SYCL|ONEAPI|OPENCL|DPCPP)_?_?$")
+THIRD_PLATFORM = re.compile(r"(?:^|_)(?:SYCL|ONEAPI|OPENCL|DPCPP)(?:_ENABLED)?_?_?$")
 
 
 def looks_like_third_platform_guard(name: str) -> bool:
@@ -1038,6 +1039,69 @@ def amd_alternative_spans(data: bytes, facts: PreprocFacts) -> list[tuple[int, i
         if endif > last.start_byte:
             spans.append((endif, last.end_byte))
     return spans
+
+
+def one_arm_spans(
+    data: bytes,
+    facts: PreprocFacts,
+    touched: Callable[[int, int], bool],
+    whole_constructs: bool = False,
+) -> list[tuple[int, int]]:
+    """What a view of one configuration blanks in each conditional with alternatives
+    (`#if __cpp_if_constexpr` `if constexpr (…) {` `#else` `if (…) {` `#endif`: two
+    openings of one block, which no grammar parses together) that `touched(start, end)`
+    says a parse error meets: every branch but the one a current NVIDIA GPU's device pass
+    takes (the longest when the tests cannot tell), and the group's directive lines. Only a
+    conditional with a branch that opens more than it closes, or closes more than it
+    opens, is taken, unless `whole_constructs`: one of whole constructs mostly parses as it
+    is (not three alternatives of one member initializer, `accType(accCUDA)` `#elif`
+    `accType(accHIP)` `#else` …), and blanking its other branches drops their code from
+    the tree. Newlines and offsets are kept, as nvidia_view's."""
+    groups: dict[int, list[Branch]] = {}
+    for branch in facts.branches:
+        groups.setdefault(branch.group, []).append(branch)
+    spans: list[tuple[int, int]] = []
+    masked: bytes | None = None
+    for branches in groups.values():
+        if len(branches) < 2 or not touched(branches[0].start_byte, branches[-1].end_byte):
+            continue
+        masked = masked if masked is not None else mask_comments_and_strings(data)
+        bodies = [masked[_directive_end(data, b.start_byte) : b.end_byte] for b in branches]
+        if not whole_constructs and all(
+            b.count(b"{") == b.count(b"}") and b.count(b"(") == b.count(b")") for b in bodies
+        ):
+            continue  # whole constructs in each branch: not what breaks the parse
+        kept = next(
+            (b for b in branches if branch_condition_value(b, newest_nvidia) == 1),
+            max(branches, key=lambda b: b.end_byte - b.start_byte),
+        )
+        if whole_constructs and (
+            sum(b.end_line - b.start_line for b in branches if b is not kept)
+            > MAX_BLANKED_ALTERNATIVES
+        ):
+            continue  # whole functions or blocks: their trees are worth more than this parse
+        for branch in branches:
+            if branch is kept:
+                spans.append((branch.start_byte, _directive_end(data, branch.start_byte)))
+            else:
+                spans.append((branch.start_byte, branch.end_byte))
+        last = branches[-1]
+        if kept is last:
+            endif = data.rfind(b"\n", last.start_byte, last.end_byte) + 1
+            if endif > last.start_byte:
+                spans.append((endif, last.end_byte))
+    return spans
+
+
+# Lines of alternatives of whole constructs one_arm_spans may leave out of the parsed view
+# (the alternatives of one member initializer or statement are a few lines).
+MAX_BLANKED_ALTERNATIVES = 12
+NEWEST_ARCH = 1200  # above every compute capability a test in real code compares with
+
+
+def newest_nvidia(name: str) -> object:
+    """The device pass for a current NVIDIA GPU: `__CUDA_ARCH__` is a large number."""
+    return NEWEST_ARCH if name == "__CUDA_ARCH__" else unless_defined(name, False)
 
 
 def blanked(data: bytes, spans: Iterable[tuple[int, int]]) -> bytes:

@@ -235,7 +235,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-43"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-44"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -299,15 +299,25 @@ def _assemble(
     # A CUDA-shaped name that the project defines itself (a CUDA_CHECK macro, a
     # cudaHelper function) is the project's own code, not a CUDA API.
     own_names = set().union(*(s.definitions for s in scans)) if scans else set()
+    # ...and so is a name one of its macros pastes (`ncclParam##name`): `ncclParamIbGidIndex`.
+    pasted = _pasted_prefixes(scans)
+
+    def own_name(name: str | None) -> bool:
+        return name in own_names or (name is not None and name.startswith(pasted))
+
     # So is an include of a header that lives in the project (`#include "cuda_helpers.h"`).
     own_headers = {PurePosixPath(s.path).name for s in scans}
 
     def is_cuda(use: Use) -> bool:
         if use.rule is not None:
-            return use.name not in own_functions and (use.path, use.name) not in own_here
+            return (
+                use.name not in own_functions
+                and (use.path, use.name) not in own_here
+                and use.name not in of_built
+            )
         if use.kind == "header":
             return PurePosixPath(use.name).name not in own_headers
-        return use.name not in own_names
+        return not own_name(use.name)
 
     facts = ProjectFacts((s.path, s.preproc) for s in scans if s.language.is_source)
     # A library function the project defines itself is the project's code too (see
@@ -363,6 +373,23 @@ def _assemble(
     # A copy of a CUDA library in the tree is one item (use ROCm's counterpart), reported
     # once; its own uses and findings are the library's, not the project's work.
     vendored = _vendored_copies(scans)
+    # A copy of a library that builds without CUDA (NVTX's header-only nvtx3/): the project's
+    # calls into it compile against the copy on AMD too, so they are no CUDA work.
+    built_here = {library for library, counterpart in vendored.values() if counterpart is None}
+    of_built: set[str] = set()
+    if built_here:
+        copied = tuple(
+            "/" + s.path
+            for s in scans
+            if (r := _vendored_root(s.path, vendored)) and vendored[r][1] is None
+        )
+        of_built = {
+            u.name
+            for s in scans
+            for u in s.uses
+            if u.family in built_here
+            or (u.kind == "header" and any(c.endswith("/" + u.name) for c in copied))
+        }
     copies: dict[str, list[FileScan]] = {}
     # `#define cudaMemcpy hipMemcpy` (ggml's vendors/hip.h): the project's own rename for
     # its AMD build, so the name's uses already have an AMD path and cost nothing on HIP.
@@ -425,7 +452,7 @@ def _assemble(
         unknown_names = {u.span.start_byte: u.name for u in file_scan.uses if u.rule is None}
         used_at = (
             {u.span.start_byte: u.name for u in file_scan.uses}
-            if shimmed or own_functions or own_here
+            if shimmed or own_functions or own_here or of_built
             else {}
         )
         names_on: dict[int, set[str]] = {}  # line -> names used on it
@@ -435,13 +462,12 @@ def _assemble(
         for finding in [*file_scan.findings, *answers.get(path, ())]:
             if finding.slug in options.ignore:
                 continue  # a hazard the user turned off, found by a check of another's
-            if (
-                finding.slug == UNKNOWN_API
-                and unknown_names.get(finding.span.start_byte) in own_names
-            ):
+            if finding.slug == UNKNOWN_API and own_name(unknown_names.get(finding.span.start_byte)):
                 continue
             name = used_at.get(finding.span.start_byte)
-            if finding.slug in AT_THE_NAME and (name in own_functions or (path, name) in own_here):
+            if finding.slug in AT_THE_NAME and (
+                name in own_functions or (path, name) in own_here or name in of_built
+            ):
                 continue  # a call of the project's own function of that name
             if finding.slug in AT_THE_NAME and name in shimmed:
                 finding = replace(finding, amd_alternative=True)
@@ -474,6 +500,9 @@ def _assemble(
     for root_of_copy, members in sorted(copies.items()):
         library, counterpart = vendored[root_of_copy]
         members.sort(key=lambda m: m.path)
+        if counterpart is None:  # it builds on AMD as it is: nothing to port
+            files.extend(_summary(m, 0, 0, dict.fromkeys(map(str, targets))) for m in members)
+            continue
         used = sum(len(m.uses) for m in members)
         finding = judge(
             _vendored_finding(
@@ -540,17 +569,46 @@ VENDORED_LIBRARIES = {
     "cutlass": ("cutlass", "composable_kernel or rocWMMA"),
     "cute": ("cutlass", "composable_kernel or rocWMMA"),
     "libcudacxx": ("libcudacxx", "libhipcxx"),
+    # NVTX v3 is header-only and needs no CUDA: a copy builds for AMD as it is (its ranges
+    # reach no AMD profiler; roctx's do). No ROCm counterpart to build against: None.
+    "nvtx3": ("nvtx", None),
 }
 
 
-def _vendored_copies(scans: Sequence[FileScan]) -> dict[str, tuple[str, str]]:
+# A macro body's literal beginning of a pasted name: `ncclParam` in `int64_t ncclParam##name()`.
+PASTED_PREFIX = re.compile(r"(?<![\w#])([A-Za-z_]\w*)\s*##")
+
+
+def _pasted_prefixes(scans: Sequence[FileScan]) -> tuple[str, ...]:
+    """The CUDA-shaped beginnings the project's macros paste names from (NCCL's
+    `#define NCCL_PARAM(name, env, default) int64_t ncclParam##name() {…}` defines
+    `ncclParamIbGidIndex`), when no name the rule set knows among the project's uses
+    begins with one (`cuda##name` pastes CUDA's own names)."""
+    found: set[str] = set()
+    for scan in scans:
+        for macro in scan.preproc.macros:
+            if "##" not in macro.body:
+                continue
+            split = parameters_and_body(macro)
+            parameters, body = split if split is not None else ([], macro.body)
+            for match in PASTED_PREFIX.finditer(body):
+                prefix = match.group(1)
+                if prefix not in parameters and CUDA_SHAPE.fullmatch(prefix + "X"):
+                    found.add(prefix)
+    if not found:
+        return ()
+    known = {u.name for s in scans for u in s.uses if u.rule is not None}
+    return tuple(sorted(p for p in found if not any(name.startswith(p) for name in known)))
+
+
+def _vendored_copies(scans: Sequence[FileScan]) -> dict[str, tuple[str, str | None]]:
     """Copies of CUDA libraries kept in the tree (`3rdparty/cub/`): a folder named like the
     library holding a file that defines one of the library's own names (`#define
     CUB_ALIGN`, as the rules know them). -> {folder: (library, ROCm counterpart)}. None
     when nothing in the tree lies outside such folders (the scanned project is the library
     itself, whose port is the point)."""
     family_of = {u.name: u.family for scan in scans for u in scan.uses if u.rule is not None}
-    roots: dict[str, tuple[str, str]] = {}
+    roots: dict[str, tuple[str, str | None]] = {}
     for scan in scans:
         folders = PurePosixPath(scan.path).parts[:-1]
         for depth, folder in enumerate(folders):
@@ -880,7 +938,7 @@ AT_THE_NAME = NAME_HAZARDS | {"fp8-format"}
 SHIM_GUARD = "(the whole file: it renames CUDA names to HIP's)"  # its AmdPath's guard
 
 
-def _vendored_root(path: str, roots: dict[str, tuple[str, str]]) -> str | None:
+def _vendored_root(path: str, roots: dict[str, tuple[str, str | None]]) -> str | None:
     return next((root for root in roots if path.startswith(root + "/")), None)
 
 

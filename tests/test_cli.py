@@ -122,6 +122,15 @@ def test_output_file_in_missing_folder_is_a_clear_error(tmp_path):
     assert "cannot write" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_output_dash_is_standard_output(tmp_path):
+    """`-o -` prints the report, as other command-line tools read it, and leaves no file
+    named `-` behind."""
+    result = run("scan", str(SCAN_FIXTURES / "reduction.cu"), "--format", "json", "-o", "-")
+    assert result.returncode == 0
+    assert json.loads(result.stdout)["findings"]
+    assert not (REPO / "-").exists()
+
+
 def test_version():
     result = run("--version")
     assert result.returncode == 0

@@ -316,6 +316,35 @@ def test_a_copy_of_cub_in_the_tree_is_one_library_port_not_hundreds_of_findings(
     assert "library-port" not in {f.slug for f in alone.findings}
 
 
+def test_a_copy_of_nvtx_in_the_tree_builds_as_it_is_and_its_calls_are_no_work(tmp_path):
+    """`third_party/nvtx3/` is NVTX's header-only library: it needs no CUDA, so the copy
+    and the project's calls into it (`nvtx3::domain_range`, `nvtxRangePushA`) compile for
+    AMD unchanged: nothing reported there, nothing counted. The project's own CUDA work is
+    still reported; without the copy, the calls NVTX's ROCm counterpart lacks are."""
+    tree = FIXTURES / "vendored" / "tracing"
+    report = portcheck.scan(tree, cache=False)
+    assert [(f.path, f.slug) for f in report.findings] == [("src/train.cu", "managed-memory")]
+    assert not [u for u in report.uses if u.family == "nvtx" or "nvtx" in u.name]
+    assert {u.name for u in report.uses} >= {"cudaMallocManaged", "cudaStream_t"}
+    copy = tmp_path / "tracing"
+    shutil.copytree(tree, copy)
+    shutil.rmtree(copy / "third_party")
+    without = portcheck.scan(copy, cache=False)
+    assert {f.slug for f in without.findings} == {"managed-memory", "unsupported-api"}
+    assert any("nvtx3" in f.message for f in without.findings if f.slug == "unsupported-api")
+
+
+def test_three_way_backend_switches_are_amd_paths_and_parse_as_one_configuration():
+    """`#ifdef _CUDA_ENABLED` / `#elif _HIP_ENABLED` / `#else` (RELION's switches): the HIP
+    arm is an AMD path, the CUDA arm's findings have an AMD alternative, and a member
+    initialiser written three ways is parsed as one configuration's, so the file reports
+    no syntax errors."""
+    report = portcheck.scan(PROJECTS / "backend_switches", cache=False)
+    guards = {(p.path, p.guard) for p in report.amd_paths}
+    assert ("acc_buffer.h", "#elif _HIP_ENABLED") in guards
+    assert {f.path: f.parse_errors for f in report.files} == {"acc_buffer.h": 0, "reduce.cu": 0}
+
+
 def test_names_the_project_renames_to_hip_already_have_an_amd_path(tmp_path):
     """`#define cudaMemcpyAsync hipMemcpyAsync` in a header for the AMD build: those names
     cost nothing more on HIP, and the header itself is AMD code (an AMD path). A name the

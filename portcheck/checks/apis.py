@@ -427,6 +427,8 @@ def unknown_api(ctx: Context) -> None:
             continue  # an unlisted NPP primitive, say: library-port names the library
         if _only_tested_for_definition(ctx.data, use.span.start_byte):
             continue  # `#ifdef CUDA_INIT_D3D9`: a build switch, whoever defines it
+        if _pasted_onto(ctx.data, use.span.start_byte, use.span.end_byte):
+            continue  # `ncclParam##name` in a macro's body: the start of a name it defines
         if ctx.lookup is not None and _pasted_piece(ctx.data, use, ctx.lookup):
             continue  # `ENUM_ITEM(cudaMem, AdviseSetReadMostly, ...)`: half of a pasted name
         if ctx.lookup is not None and _wraps_a_known_call(ctx.data, use, ctx.lookup):
@@ -460,6 +462,13 @@ def _pasted_piece(data: bytes, use: Use, lookup: Callable[[str], object]) -> boo
         if other != use.name and _WORD.fullmatch(other)
         for letter in PASTED_TYPE_LETTERS
     )
+
+
+def _pasted_onto(data: bytes, start: int, end: int) -> bool:
+    """Is the name at start..end joined to another by the preprocessor's `##`?"""
+    return data[end : end + 8].lstrip(b" \t\\\n").startswith(b"##") or data[
+        max(0, start - 8) : start
+    ].rstrip(b" \t\\\n").endswith(b"##")
 
 
 PASTED_TYPE_LETTERS = ("", "S", "D", "C", "Z")  # cuBLAS/cuSOLVER's s/d/c/z variants

@@ -16,6 +16,7 @@ from portcheck.preproc import (
     is_amd_guard,
     looks_like_amd_guard,
     names_in,
+    newest_nvidia,
     unless_defined,
 )
 
@@ -117,6 +118,9 @@ def arch_conditional(ctx: Context) -> None:
     # __CUDA_ARCH__ == …` is one place to port), at its first test.
     chains: dict[int, list[tuple[Branch, str]]] = {}
     let_in: dict[int, tuple[Branch, str, str]] = {}  # group -> first test AMD is let into
+    # group -> a test for older NVIDIA GPUs (`__CUDA_ARCH__ < 700`) that an AMD build takes
+    # only because it leaves `__CUDA_ARCH__` undefined
+    older: dict[int, tuple[Branch, str]] = {}
     for branch in ctx.preproc.branches:
         match = ARCH_COMPARISON.search(branch.test or "")
         if match and (
@@ -136,6 +140,13 @@ def arch_conditional(ctx: Context) -> None:
             )
             if guard is not None and branch.group not in let_in:
                 let_in[branch.group] = (branch, match.group(), guard)
+            elif (
+                guard is None
+                and evaluate(branch.test or "", newest_nvidia) == 0
+                and evaluate(branch.test or "", amd) == 1
+                and branch.group not in older
+            ):
+                older[branch.group] = (branch, match.group())
             continue
         if match and branch.start_byte not in seen:
             seen.add(branch.start_byte)
@@ -161,6 +172,15 @@ def arch_conditional(ctx: Context) -> None:
             first.start_byte,
             line_end(first.start_byte),
             f"`{test}` selects code by NVIDIA compute capability{more}",
+        )
+    for branch, test in older.values():
+        ctx.report(
+            branch.start_byte,
+            line_end(branch.start_byte),
+            f"`{test}` selects code for older NVIDIA GPUs; an AMD build, which does not "
+            "define `__CUDA_ARCH__`, takes it too",
+            fix="Decide which code AMD GPUs should run and say so in the test (e.g. "
+            "`defined(__HIP_PLATFORM_AMD__) || __CUDA_ARCH__ >= 700` for the newer path).",
         )
     for branch, test, guard in let_in.values():
         ctx.report(
