@@ -327,6 +327,14 @@ def _masked_ranges(text: bytes) -> list[tuple[int, int]]:
     return [match.span() for match in MASKED_IN_MACRO.finditer(text)]
 
 
+# What precedes a declared name: a type's last word, `*`, `&` or a template's `>`.
+TYPE_BEFORE = re.compile(rb"(\w+|[*&>])$")
+# Words that end an expression's head, not a type (`return cudaGetLastError()`).
+NOT_TYPES = frozenset(
+    {b"return", b"else", b"do", b"case", b"throw", b"co_return", b"new", b"delete", b"sizeof"}
+)
+
+
 class Extractor:
     """Extracts uses with one rule set. Build once, call `scan_file` per file."""
 
@@ -415,6 +423,7 @@ class Extractor:
         captures: dict[str, list[Node]],
         may_be_device: Callable[[int], bool],
         sites: bool = False,
+        as_text: Sequence[tuple[int, int]] = (),
     ) -> Extraction:
         """The CUDA names, includes, launches, PTX asm, kernels and functions of one parsed
         file. `may_be_device(offset)`: whether code there may run on the GPU (asm elsewhere
@@ -438,6 +447,7 @@ class Extractor:
             lambda *use: add(Found(*use)),
             define,
             found.variables,
+            as_text,
         )
         self._scan_structure(captures, lambda *use: add(Found(*use)), may_be_device, found.kernels)
         found.functions = self._functions(captures, aliases, sites)
@@ -627,7 +637,9 @@ class Extractor:
                 ):
                     stack.append(child)
 
-    def _scan_tokens(self, data, root, aliases, using_namespaces, add, define, variables) -> None:
+    def _scan_tokens(
+        self, data, root, aliases, using_namespaces, add, define, variables, as_text=()
+    ) -> None:
         masked_cache: dict[int, tuple[bytes, list[tuple[int, int]]]] = {}
         macro_names = (
             {
@@ -650,6 +662,8 @@ class Extractor:
             ]
         locator = token_locator(root)
         path = locator.path
+        text_starts = [s for s, _ in as_text]
+        masked = mask_comments_and_strings(data) if as_text else data
         for match in matches:
             token = match.group()
             start, end = match.span()
@@ -658,6 +672,13 @@ class Extractor:
                 continue
             if end < len(data) and (data[end : end + 1].isalnum() or data[end : end + 1] == b"_"):
                 continue  # a CUDA-shaped prefix of a longer name
+            if as_text:
+                i = bisect.bisect_right(text_starts, start) - 1
+                if i >= 0 and start < as_text[i][1]:
+                    # A branch the parsed view left out (another configuration's code in
+                    # one statement): its names are read from the text, as a macro body's.
+                    self._text_use(data, masked, token, start, end, add, define)
+                    continue
             depth = locator.locate(start, end)
             node = path[depth]
             if node is None:
@@ -691,6 +712,31 @@ class Extractor:
             self._classify_name_node(
                 node, path, depth, token, aliases, using_namespaces, add, define, variables
             )
+
+    def _text_use(self, data, masked, token, start, end, add, define) -> None:
+        """A name in code read as text (a branch the parsed view left out): a call when
+        `(` follows, the project's own when a type precedes it (`float saturate(`), not a
+        CUDA name after `.`, `->` or another scope's `::` (`Device::cudaStream()`)."""
+        if masked[start:end] != token:
+            return  # in a comment or a string
+        before = data[max(0, start - 64) : start].rstrip()
+        if before.endswith((b".", b"->")):
+            return
+        if before.endswith(b"::"):
+            scope = re.search(rb"(\w*)\s*::$", before)
+            if scope is not None and scope.group(1):
+                return
+        name = token.decode()
+        rule = self.rules.lookup(name)
+        if rule is None and not CUDA_SHAPE.fullmatch(name):
+            return
+        called = data[end : end + 64].lstrip().startswith(b"(")
+        declared = TYPE_BEFORE.search(before)
+        if called and declared is not None and declared.group(1) not in NOT_TYPES:
+            define(name, start)  # `inline __both__ float saturate(const float& f)`
+            return
+        kind = "function" if called else "macro" if name.isupper() else "identifier"
+        add(name, kind, rule, start, end)
 
     @staticmethod
     def _token_in_macro_body(

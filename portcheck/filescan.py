@@ -302,6 +302,7 @@ class FileScanner:
                     root, captures, result.parse_errors = view_root, view_captures, view_errors
                     amd_defined = self._defined_in(data, spans)
                     view = blanked(data, spans)
+        read_as_text: list[tuple[int, int]] = []  # code left out of the parsed view
         for whole in (False, True):
             # Alternatives written into one statement for two configurations (an `if
             # constexpr (…) {` and an `if (…) {` under `#if __cpp_if_constexpr`): parse the
@@ -311,7 +312,7 @@ class FileScanner:
             if not result.parse_errors or not result.preproc.branches:
                 break
             errors = captures.get("error", ())
-            spans = one_arm_spans(
+            spans, set_aside = one_arm_spans(
                 view,
                 result.preproc,
                 _meets(view, errors),
@@ -326,6 +327,7 @@ class FileScanner:
                     root, captures, result.parse_errors = view_root, view_captures, view_errors
                     amd_defined += self._defined_in(data, spans)
                     view = arm_view
+                    read_as_text += set_aside
         hidden: list[tuple[int, str]] = []  # specifier macros left out of the parsed view
         if result.parse_errors:
             occurrences = self._specifier_macros(view, captures.get("error", []), index)
@@ -344,7 +346,7 @@ class FileScanner:
         def extract_and_check(clang: ClangFacts | None) -> Context:
             return self._extract_and_check(
                 result, path, language, data, root, captures, index, amd_defined,
-                device_ranges, possible_device, clang,
+                device_ranges, possible_device, clang, sorted(read_as_text),
             )  # fmt: skip
 
         ctx = extract_and_check(self._clang(path, data, result) if deep else None)
@@ -376,8 +378,10 @@ class FileScanner:
         device_ranges: list[tuple[int, int]],
         possible_device: list[tuple[int, int, tuple[str, ...]]],
         clang: ClangFacts | None,
+        as_text: list[tuple[int, int]],
     ) -> Context:
-        """Extraction, classification and the checks, with libclang's facts when given."""
+        """Extraction, classification and the checks, with libclang's facts when given.
+        `as_text`: code the parsed view left out, whose names are read from the text."""
         own_references: set[int] = set()
         if clang is not None:
             device_ranges, possible_device = _merge_device_code(
@@ -394,7 +398,12 @@ class FileScanner:
 
         # extract
         found = self.extractor.extract(
-            data, root, captures, may_be_device, sites=bool(result.preproc.branches)
+            data,
+            root,
+            captures,
+            may_be_device,
+            sites=bool(result.preproc.branches),
+            as_text=as_text,
         )
         result.definitions = found.definitions
         result.api_definitions = tuple(found.api_definitions + amd_defined)

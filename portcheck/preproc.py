@@ -1046,24 +1046,30 @@ def one_arm_spans(
     facts: PreprocFacts,
     touched: Callable[[int, int], bool],
     whole_constructs: bool = False,
-) -> list[tuple[int, int]]:
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """What a view of one configuration blanks in each conditional with alternatives
     (`#if __cpp_if_constexpr` `if constexpr (…) {` `#else` `if (…) {` `#endif`: two
     openings of one block, which no grammar parses together) that `touched(start, end)`
     says a parse error meets: every branch but the one a current NVIDIA GPU's device pass
-    takes (the longest when the tests cannot tell), and the group's directive lines. Only a
+    takes (the longest when the tests cannot tell), and the group's directive lines; a lone
+    branch (`#ifdef _SYCL_ENABLED` around one parameter) is kept or blanked as that pass
+    takes it, kept when the tests cannot tell. Only a
     conditional with a branch that opens more than it closes, or closes more than it
     opens, is taken, unless `whole_constructs`: one of whole constructs mostly parses as it
     is (not three alternatives of one member initializer, `accType(accCUDA)` `#elif`
     `accType(accHIP)` `#else` …), and blanking its other branches drops their code from
-    the tree. Newlines and offsets are kept, as nvidia_view's."""
+    the tree. Newlines and offsets are kept, as nvidia_view's. -> (the spans to blank, the
+    code of the branches set aside, without their directive lines: read as text)."""
     groups: dict[int, list[Branch]] = {}
     for branch in facts.branches:
         groups.setdefault(branch.group, []).append(branch)
-    spans: list[tuple[int, int]] = []
+    # The branch kept, by index, per sequence of tests: a conditional that opens a block
+    # (`#if X` `} else {` `#endif`) has a twin that closes it further down, which the error
+    # need not touch; both take the same branch, or the view's braces no longer pair.
+    decided: dict[tuple[tuple[tuple[str, ...], str | None], ...], int | None] = {}
     masked: bytes | None = None
     for branches in groups.values():
-        if len(branches) < 2 or not touched(branches[0].start_byte, branches[-1].end_byte):
+        if not touched(branches[0].start_byte, branches[-1].end_byte):
             continue
         masked = masked if masked is not None else mask_comments_and_strings(data)
         bodies = [masked[_directive_end(data, b.start_byte) : b.end_byte] for b in branches]
@@ -1071,26 +1077,38 @@ def one_arm_spans(
             b.count(b"{") == b.count(b"}") and b.count(b"(") == b.count(b")") for b in bodies
         ):
             continue  # whole constructs in each branch: not what breaks the parse
-        kept = next(
-            (b for b in branches if branch_condition_value(b, newest_nvidia) == 1),
-            max(branches, key=lambda b: b.end_byte - b.start_byte),
-        )
+        values = [branch_condition_value(b, newest_nvidia) for b in branches]
+        kept = next((i for i, v in enumerate(values) if v == 1), None)
+        if kept is None and (len(branches) > 1 or values[0] is None):
+            # the tests cannot tell: the longest branch (a lone `#ifdef X`'s own code)
+            kept = max(
+                range(len(branches)), key=lambda i: branches[i].end_byte - branches[i].start_byte
+            )
         if whole_constructs and (
-            sum(b.end_line - b.start_line for b in branches if b is not kept)
+            sum(b.end_line - b.start_line for i, b in enumerate(branches) if i != kept)
             > MAX_BLANKED_ALTERNATIVES
         ):
             continue  # whole functions or blocks: their trees are worth more than this parse
-        for branch in branches:
-            if branch is kept:
+        decided.setdefault(tuple((b.prior, b.test) for b in branches), kept)
+    spans: list[tuple[int, int]] = []
+    set_aside: list[tuple[int, int]] = []
+    for branches in groups.values() if decided else ():
+        key = tuple((b.prior, b.test) for b in branches)
+        if key not in decided:
+            continue
+        kept = decided[key]
+        last = branches[-1]
+        endif = data.rfind(b"\n", last.start_byte, last.end_byte) + 1
+        for i, branch in enumerate(branches):
+            if i == kept:
                 spans.append((branch.start_byte, _directive_end(data, branch.start_byte)))
             else:
                 spans.append((branch.start_byte, branch.end_byte))
-        last = branches[-1]
-        if kept is last:
-            endif = data.rfind(b"\n", last.start_byte, last.end_byte) + 1
-            if endif > last.start_byte:
-                spans.append((endif, last.end_byte))
-    return spans
+                end = endif if branch is last and endif > branch.start_byte else branch.end_byte
+                set_aside.append((_directive_end(data, branch.start_byte), end))
+        if kept == len(branches) - 1 and endif > last.start_byte:
+            spans.append((endif, last.end_byte))
+    return spans, sorted(set_aside)
 
 
 # Lines of alternatives of whole constructs one_arm_spans may leave out of the parsed view

@@ -173,7 +173,13 @@ def arch_conditional(ctx: Context) -> None:
             line_end(first.start_byte),
             f"`{test}` selects code by NVIDIA compute capability{more}",
         )
+    said: set[tuple[str | None, object]] = set()
     for branch, test in older.values():
+        # a block's opening and closing halves (`#if X` `} else {` … `#if X` `}`): one place
+        where = (branch.test, ctx.function_at(branch.start_byte))
+        if where in said:
+            continue
+        said.add(where)
         ctx.report(
             branch.start_byte,
             line_end(branch.start_byte),
