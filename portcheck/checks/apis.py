@@ -211,6 +211,45 @@ def cooperative_grid_sync(ctx: Context) -> None:
 
 
 COOPERATIVE_LAUNCHES = frozenset(n for n in COOPERATIVE if "Launch" in n)
+
+
+# System-scope synchronization (CUDA's `*_system` atomics and fence), as the rules name it.
+SYSTEM_SCOPE = frozenset(
+    {
+        "__threadfence_system",
+        *(
+            f"atomic{op}_system"
+            for op in ("Add", "Sub", "Exch", "Min", "Max", "CAS", "And", "Or", "Xor")
+        ),
+    }
+)
+
+
+@hazard("system-scope-sync")
+def system_scope_sync(ctx: Context) -> None:
+    """Per function: the question is how the memory it synchronizes through is allocated.
+    Not in a file written for HIP (it includes hip_runtime.h and no CUDA header): that
+    port has been made."""
+    uses = ctx.uses_named(SYSTEM_SCOPE)
+    if not uses or _written_for_hip(ctx):
+        return
+    _report_per_function(
+        ctx,
+        uses,
+        "`{name}`: system-scope synchronization; on AMD it sees the host's and other GPUs' "
+        "writes only in fine-grained memory (hipMalloc's is coarse-grained)",
+        "system-scope operation(s)",
+    )
+
+
+def _written_for_hip(ctx: Context) -> bool:
+    """Does the file include HIP's runtime and use no CUDA name (`cuda…`, `cu…`, `CU…`,
+    CUDA's headers among them)?"""
+    return b"hip/hip_runtime" in ctx.data and not any(
+        u.name.startswith(("cuda", "cu", "CU")) for u in ctx.uses
+    )
+
+
 OCCUPANCY = re.compile(rb"\b(?:cuda|cu|hip)OccupancyMaxActiveBlocksPerMultiprocessor\w*\s*\(")
 
 
