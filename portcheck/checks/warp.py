@@ -1876,6 +1876,8 @@ def _mask_through_macro(ctx: Context, call: Any, name: str) -> None:
                 )
 
 
+# A lane number taken from the device's warp width: `% warpSize`, `& (warpSize - 1)`.
+LANE_OF_WARPSIZE = re.compile(r"%\s*warpSize\b|&\s*\(\s*warpSize\s*-\s*1\s*\)")
 # CUDA's 32-bit bit-counting intrinsics and their 64-bit counterparts.
 BIT_COUNTS_32 = {"__popc": "__popcll", "__ffs": "__ffsll", "__clz": "__clzll", "__brev": "__brevll"}
 
@@ -1893,17 +1895,8 @@ def _bit_counts_of_ballots(ctx: Context) -> None:
         args = call_arguments(call)
         if len(args) != 1:
             continue
-        arg = args[0]
-        producer = call_name(arg) if arg.type == "call_expression" else None
-        if producer is None and arg.type == "identifier":
-            declared = ctx.declared(arg)
-            initial = declared.initial if declared is not None else None
-            producer = call_name(initial) if initial is not None else None
-            if declared is not None and initial is None:  # `mask = __match_any_sync(…);` later
-                fn = next((f for f in ctx.functions if f.start <= arg.start_byte < f.end), None)
-                assigned = ctx.memo.get("assigned-ballots", {})
-                producer = assigned.get((fn.start, text(arg))) if fn is not None else None
-        if not _ballot_producer(producer):
+        producer = _ballot_in(ctx, args[0])
+        if producer is None:
             continue
         ctx.report(
             call.start_byte,
@@ -1911,6 +1904,33 @@ def _bit_counts_of_ballots(ctx: Context) -> None:
             f"`{name}` of a {producer} result counts lanes 0-31 only; wave64 ballots are 64 bits",
             fix=f"Use `{BIT_COUNTS_32[name]}` on a 64-bit mask.",
         )
+
+
+def _ballot_in(ctx: Context, node: Any, depth: int = 0) -> str | None:
+    """The ballot producer whose result `node` is or holds, also as an operand of a bitwise
+    expression (`__activemask() & lanes_below`): None when there is none."""
+    kind = node.type
+    if kind == "parenthesized_expression" and node.named_child_count == 1 and depth < 4:
+        return _ballot_in(ctx, node.named_children[0], depth + 1)
+    if kind == "binary_expression" and depth < 4:
+        operator = node.child_by_field_name("operator")
+        if operator is not None and operator.type in ("&", "|", "^"):
+            for side in ("left", "right"):
+                operand = node.child_by_field_name(side)
+                found = _ballot_in(ctx, operand, depth + 1) if operand is not None else None
+                if found is not None:
+                    return found
+        return None
+    producer = call_name(node) if kind == "call_expression" else None
+    if producer is None and kind == "identifier":
+        declared = ctx.declared(node)
+        initial = declared.initial if declared is not None else None
+        producer = call_name(initial) if initial is not None else None
+        if declared is not None and initial is None:  # `mask = __match_any_sync(…);` later
+            fn = next((f for f in ctx.functions if f.start <= node.start_byte < f.end), None)
+            assigned = ctx.memo.get("assigned-ballots", {})
+            producer = assigned.get((fn.start, text(node))) if fn is not None else None
+    return producer if _ballot_producer(producer) else None
 
 
 def _mask_through_function(ctx: Context, call: Any, name: str) -> None:
@@ -2201,7 +2221,11 @@ def lane_mask_width(ctx: Context) -> None:
         if operator is None or text(operator) != "<<":
             continue
         left, right = shift.child_by_field_name("left"), shift.child_by_field_name("right")
-        if text(left).lower() in ("1", "1u") and re.search(r"lane", text(right), re.I):
+        # `1u << lane`, `1u << (threadIdx.x % warpSize)`: a lane's bit in 32 bits (not
+        # `1 << (blockDim.x / warpSize)`, a bit per warp)
+        if text(left).lower() in ("1", "1u") and (
+            re.search(r"lane", text(right), re.I) or LANE_OF_WARPSIZE.search(text(right))
+        ):
             ctx.report(
                 shift.start_byte,
                 shift.end_byte,
