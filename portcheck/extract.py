@@ -335,6 +335,62 @@ NOT_TYPES = frozenset(
 )
 
 
+# A name given as a whole template argument: `<warpReduceSum>`, `<float, op::max>` (`max`),
+# `<float, group_max<float>>` (`group_max`).
+TEMPLATE_ARGUMENT_NAME = re.compile(rb"[<,]\s*(?:[A-Za-z_]\w*\s*::\s*)*([A-Za-z_]\w*)\s*(?=[,<>])")
+
+
+def _template_parameters(listed: Node) -> tuple[set[str], set[str]]:
+    """A template parameter list's type parameters (`typename T`) and its other parameters
+    (`float (*op)(float)`, `int N`), by name."""
+    types: set[str] = set()
+    values: set[str] = set()
+    for child in listed.named_children:
+        if "type_parameter" in child.type:
+            types.update(
+                (c.text or b"").decode()
+                for c in child.named_children
+                if c.type == "type_identifier"
+            )
+        elif "parameter_declaration" in child.type:
+            names = re.findall(rb"[A-Za-z_]\w*", (child.text or b"").split(b"=")[0])
+            inner = [n for n in names if n not in BUILTIN_TYPE_WORDS]
+            if inner:
+                values.add(
+                    inner[-1].decode() if b"(" not in (child.text or b"") else _declared_name(child)
+                )
+    return types, values
+
+
+def _declared_name(node: Node) -> str:
+    """The name a parameter declaration declares (`op` in `float (*op)(float)`)."""
+    stack = [node.child_by_field_name("declarator")]
+    while stack:
+        current = stack.pop()
+        if current is None:
+            continue
+        if current.type == "identifier":
+            return (current.text or b"").decode()
+        stack.extend(reversed(current.named_children))
+    return ""
+
+
+def _template_argument_names(text: bytes) -> set[str]:
+    """Names that stand alone as template arguments of a call's callee, keywords and
+    built-in types left out."""
+    head = text[: text.rfind(b">") + 1]
+    return {
+        m.group(1).decode()
+        for m in TEMPLATE_ARGUMENT_NAME.finditer(head)
+        if m.group(1) not in BUILTIN_TYPE_WORDS
+    }
+
+
+BUILTIN_TYPE_WORDS = frozenset(
+    b"bool char short int long float double void unsigned signed true false auto".split()
+)
+
+
 class Extractor:
     """Extracts uses with one rule set. Build once, call `scan_file` per file."""
 
@@ -530,7 +586,19 @@ class Extractor:
         qualified by a library namespace (`cg::reduce`, `thrust::sort`, `std::max`) is
         not a call of the project's own function of that name."""
         functions: list[FunctionInfo] = []
+        # A function template's parameters, by the function's start: `T(x)` with a type
+        # parameter is a conversion, not a call; `op(x)` with a function parameter (`float
+        # (*op)(float)`) calls what the file's call sites pass (`blockReduce<warpSum>`).
+        type_parameters: dict[int, set[str]] = {}
+        function_parameters: dict[int, set[str]] = {}
         for fn in captures.get("function", ()):
+            parent = fn.parent
+            if parent is not None and parent.type == "template_declaration":
+                listed = parent.child_by_field_name("parameters")
+                if listed is not None:
+                    types, values = _template_parameters(listed)
+                    type_parameters[function_extent(fn)[0]] = types
+                    function_parameters[function_extent(fn)[0]] = values
             declarator = fn.child_by_field_name("declarator")
             while declarator is not None and declarator.type != "function_declarator":
                 declarator = declarator.child_by_field_name("declarator")
@@ -555,6 +623,9 @@ class Extractor:
             return functions
         starts = [f.start for f in functions]
         outer = nesting(functions)
+        defined_here = {f.name for f in functions}
+        through: dict[int, set[str]] = {}  # function -> its function parameters it calls
+        passed: dict[str, set[str]] = {}  # template -> names its call sites pass it
         for callee in captures.get("callee", ()):
             i = innermost_function(functions, starts, outer, callee.start_byte)
             if i >= 0:
@@ -566,9 +637,30 @@ class Extractor:
                     continue
                 # `obj.sync()`: a method, marked so the graph looks for it nearby only.
                 method = callee.type == "field_identifier"
+                start = functions[i].start
+                if not method and parts[-1] in type_parameters.get(start, ()):
+                    continue  # `T(0)`: a conversion to the template's type
+                if not method and parts[-1] in function_parameters.get(start, ()):
+                    through.setdefault(start, set()).add(parts[-1])
+                    continue  # `warp_reduction(v)`: resolved from the call sites (below)
                 functions[i].calls.add(f"{METHOD_MARK}{parts[-1]}" if method else parts[-1])
+                if b"<" in (callee.text or b""):
+                    passed.setdefault(parts[-1], set()).update(
+                        _template_argument_names(callee.text or b"")
+                    )
                 if sites and not method:
                     functions[i].sites.append((parts[-1], callee.start_byte))
+        for info in functions:
+            called = through.get(info.start)
+            if not called:
+                continue
+            # What the file's call sites pass, when each is a function of this file; else
+            # the parameters stay unknown callees (another file's functions may be passed).
+            given = passed.get(info.name, set())
+            if given and given <= defined_here:
+                info.calls.update(given)
+            else:
+                info.calls.update(called)
         return functions
 
     def device_ranges(self, captures: dict[str, list[Node]]) -> list[tuple[int, int]]:
