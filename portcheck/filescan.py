@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -119,20 +120,27 @@ class FileScan:
     lane_blind_names: set[str] = field(default_factory=set)
 
 
-def _touches(data: bytes, start: int, end: int, span_start: int, span_end: int) -> bool:
-    """Whether an error at start..end overlaps a span or is separated from it by white
-    space only (`template <typename T>` on the line before `#if defined(USE_ROCM)`)."""
-    if span_start < end and start < span_end:
-        return True
-    gap = data[end:span_start] if end <= span_start else data[span_end:start]
-    return not gap.strip()
-
-
 def _meets(data: bytes, errors: Sequence[Node]) -> Callable[[int, int], bool]:
-    """Whether one of the parse `errors` touches a span (see _touches)."""
-    return lambda start, end: any(
-        _touches(data, e.start_byte, e.end_byte, start, end) for e in errors
-    )
+    """Whether one of the parse `errors` touches a span: overlaps it, or is separated from
+    it by white space only (`template <typename T>` on the line before `#if
+    defined(USE_ROCM)`). A bisection over the errors sorted by start, so that thousands of
+    conditionals and errors in one file cost n log n, not n^2."""
+    ordered = sorted((e.start_byte, e.end_byte) for e in errors)
+    starts = [start for start, _ in ordered]
+    reach = list(itertools.accumulate((end for _, end in ordered), max))
+
+    def meets(start: int, end: int) -> bool:
+        while start > 0 and data[start - 1] in WHITE_SPACE:
+            start -= 1
+        while end < len(data) and data[end] in WHITE_SPACE:
+            end += 1
+        i = bisect.bisect_right(starts, end)  # the errors that begin by the span's end
+        return i > 0 and reach[i - 1] >= start
+
+    return meets
+
+
+WHITE_SPACE = frozenset(b" \t\r\n\f\v")
 
 
 # A declaration's head that starts with names before its decl-specifiers or its type and
@@ -292,9 +300,8 @@ class FileScanner:
             # what the checks read), when an error touches those alternatives.
             spans = amd_alternative_spans(data, result.preproc)
             errors = captures.get("error", ())
-            if any(
-                _touches(data, e.start_byte, e.end_byte, s, t) for e in errors for s, t in spans
-            ):
+            meets = _meets(data, errors)
+            if any(meets(s, t) for s, t in spans):
                 view_root = parse_cuda(blanked(data, spans)).root_node
                 view_captures = structure_captures(view_root)
                 view_errors = len(view_captures.get("error", ()))

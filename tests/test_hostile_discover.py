@@ -290,6 +290,23 @@ def test_forty_thousand_nested_calls_keep_their_findings(tmp_path):
     }
 
 
+def test_thousands_of_broken_conditionals_scan_within_the_default_budget(tmp_path):
+    """Each of 4,000 `#if` / `#else` pairs holds a line the grammar cannot read: the views
+    tried for conditionals that meet syntax errors must not cost groups x errors (before:
+    over a minute, and the file skipped as a timeout)."""
+    text = "".join(
+        f"#if defined(WIDE_{i})\nint pick{i}(int x) {{ return x @ 1; }}\n"
+        f"#else\nint pick{i}(long x) {{ return x @ 2; }}\n#endif\n"
+        for i in range(4000)
+    )
+    (tmp_path / "generated.cu").write_text(text + SHUFFLE.decode())
+    report = scan_json(tmp_path, "--no-cache", "-j", "1", timeout=60)
+    assert report["skipped"] == []
+    [summary] = report["files"]
+    assert summary["parse_errors"] > 0
+    assert "lane-mask-width" in {f["slug"] for f in report["findings"]}
+
+
 def test_file_over_its_budget_is_skipped_and_the_scan_goes_on(tmp_path):
     (tmp_path / "stencil.cu").write_bytes(long_expression(40_000))
     for i in range(17):  # enough files for a pool of workers
