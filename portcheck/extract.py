@@ -353,12 +353,9 @@ def _template_parameters(listed: Node) -> tuple[set[str], set[str]]:
                 if c.type == "type_identifier"
             )
         elif "parameter_declaration" in child.type:
-            names = re.findall(rb"[A-Za-z_]\w*", (child.text or b"").split(b"=")[0])
-            inner = [n for n in names if n not in BUILTIN_TYPE_WORDS]
-            if inner:
-                values.add(
-                    inner[-1].decode() if b"(" not in (child.text or b"") else _declared_name(child)
-                )
+            name = _declared_name(child)
+            if name:
+                values.add(name)
     return types, values
 
 
@@ -373,6 +370,12 @@ def _declared_name(node: Node) -> str:
             return (current.text or b"").decode()
         stack.extend(reversed(current.named_children))
     return ""
+
+
+def _lexical_kind(name: str, called: bool) -> str:
+    """The kind of a name read from text, not from a syntax tree: called, a macro by its
+    upper-case spelling, else an identifier."""
+    return "function" if called else "macro" if name.isupper() else "identifier"
 
 
 def _template_argument_names(text: bytes) -> set[str]:
@@ -788,7 +791,7 @@ class Extractor:
                         continue
                     if rule is not None or CUDA_SHAPE.fullmatch(name):
                         called = data[end : end + 64].lstrip().startswith(b"(")
-                        kind = "function" if called else "macro" if name.isupper() else "identifier"
+                        kind = _lexical_kind(name, called)
                         add(name, kind, rule, start, end)
                 continue
             if node.start_byte != start or node.end_byte != end:
@@ -827,8 +830,7 @@ class Extractor:
         if called and declared is not None and declared.group(1) not in NOT_TYPES:
             define(name, start)  # `inline __both__ float saturate(const float& f)`
             return
-        kind = "function" if called else "macro" if name.isupper() else "identifier"
-        add(name, kind, rule, start, end)
+        add(name, _lexical_kind(name, called), rule, start, end)
 
     @staticmethod
     def _token_in_macro_body(

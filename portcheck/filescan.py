@@ -332,9 +332,8 @@ class FileScanner:
                 view_errors = len(view_captures.get("error", ()))
                 if view_errors < result.parse_errors:
                     root, captures, result.parse_errors = view_root, view_captures, view_errors
-                    amd_defined += self._defined_in(data, spans)
                     view = arm_view
-                    read_as_text += set_aside
+                    read_as_text += set_aside  # their definitions too (Extractor._text_use)
         hidden: list[tuple[int, str]] = []  # specifier macros left out of the parsed view
         if result.parse_errors:
             occurrences = self._specifier_macros(view, captures.get("error", []), index)

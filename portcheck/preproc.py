@@ -1010,9 +1010,7 @@ def nvidia_view(data: bytes, facts: PreprocFacts) -> bytes | None:
 def amd_alternative_spans(data: bytes, facts: PreprocFacts) -> list[tuple[int, int]]:
     """The bytes nvidia_view blanks: AMD-only branches (by this file's own tests) and the
     directive lines of their conditionals."""
-    groups: dict[int, list[Branch]] = {}
-    for branch in facts.branches:
-        groups.setdefault(branch.group, []).append(branch)
+    groups = _conditionals(facts)
 
     def nvidia(name: str) -> object:
         return unless_defined(name, False)
@@ -1035,10 +1033,24 @@ def amd_alternative_spans(data: bytes, facts: PreprocFacts) -> list[tuple[int, i
             else:
                 spans.append((branch.start_byte, _directive_end(data, branch.start_byte)))
         last = branches[-1]
-        endif = data.rfind(b"\n", last.start_byte, last.end_byte) + 1
+        endif = _endif_line(data, last)
         if endif > last.start_byte:
             spans.append((endif, last.end_byte))
     return spans
+
+
+def _conditionals(facts: PreprocFacts) -> dict[int, list[Branch]]:
+    """The file's branches by conditional (`#if` … `#endif` group), in order."""
+    groups: dict[int, list[Branch]] = {}
+    for branch in facts.branches:
+        groups.setdefault(branch.group, []).append(branch)
+    return groups
+
+
+def _endif_line(data: bytes, last: Branch) -> int:
+    """Where the `#endif` line of a conditional whose last branch is `last` begins (the
+    branch's own start when it has no line of its own)."""
+    return data.rfind(b"\n", last.start_byte, last.end_byte) + 1
 
 
 def one_arm_spans(
@@ -1060,9 +1072,7 @@ def one_arm_spans(
     `accType(accHIP)` `#else` …), and blanking its other branches drops their code from
     the tree. Newlines and offsets are kept, as nvidia_view's. -> (the spans to blank, the
     code of the branches set aside, without their directive lines: read as text)."""
-    groups: dict[int, list[Branch]] = {}
-    for branch in facts.branches:
-        groups.setdefault(branch.group, []).append(branch)
+    groups = _conditionals(facts)
     # The branch kept, by index, per sequence of tests: a conditional that opens a block
     # (`#if X` `} else {` `#endif`) has a twin that closes it further down, which the error
     # need not touch; both take the same branch, or the view's braces no longer pair.
@@ -1098,7 +1108,7 @@ def one_arm_spans(
             continue
         kept = decided[key]
         last = branches[-1]
-        endif = data.rfind(b"\n", last.start_byte, last.end_byte) + 1
+        endif = _endif_line(data, last)
         for i, branch in enumerate(branches):
             if i == kept:
                 spans.append((branch.start_byte, _directive_end(data, branch.start_byte)))
