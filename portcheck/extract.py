@@ -66,6 +66,9 @@ BROAD_NAMES = re.compile(
     r"|launch_bounds|LINE|FILE|func)__\b)\w+"
     r"|(?:CUBLAS|CUBLASLT|CUSPARSE|CUSPARSELT|CUSOLVER|CUSOLVERRF|CURAND|CUFFT|CUDNN|CUTENSOR"
     r"|CUPTI|NVRTC|NCCL|NVTX|NVJPEG|NVML|NVJITLINK|NPP|CUFILE|CUDA|CU|CUB|NVVM|NVCL)_\w+"
+    # NVSHMEM's thousands of generated names (`nvshmemx_float_put_nbi_warp`): proposed here
+    # rather than in the trie of known names; a project's own `nvshmem_rank` is not one
+    r"|(?:nvshmem[ix]?|NVSHMEM[IX]?)_\w+"
 )
 
 # Qualifiers the grammar reads as keywords that HIP does not define: uses of a CUDA name

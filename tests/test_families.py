@@ -103,6 +103,32 @@ def _slugs(name: str) -> set[str]:
             },
         ),
         (
+            "shmem_halo.cu",
+            {
+                "nvshmem.h": ("nvshmem", "rocshmem/rocshmem.hpp", "partial"),
+                "nvshmem_malloc": ("nvshmem", "rocshmem_malloc", "partial"),
+                # block scope is rocSHMEM's work-group scope, as a suffix or after the prefix
+                "nvshmemx_float_put_nbi_block": ("nvshmem", "rocshmem_float_put_nbi_wg", "partial"),
+                "nvshmemx_barrier_all_block": ("nvshmem", "rocshmem_wg_barrier_all", "partial"),
+                "NVSHMEM_CMP_EQ": ("nvshmem", "ROCSHMEM_CMP_EQ", "partial"),
+                # rocSHMEM waits on ulong/ulonglong words, and has no stream-ordered calls
+                "nvshmem_uint64_wait_until": ("nvshmem", None, "unsupported"),
+                "nvshmemx_barrier_all_on_stream": ("nvshmem", None, "unsupported"),
+            },
+        ),
+        (
+            "expert_exchange.cpp",
+            {
+                # in RCCL under NCCL's name, or (all-to-all) under RCCL's spelling
+                "ncclScatter": ("nccl", "ncclScatter", "supported"),
+                "ncclAlltoAll": ("nccl", "ncclAllToAll", "supported"),
+                # symmetric-memory windows: not in the RCCL the rules were read from
+                "ncclCommWindowRegister": ("nccl", None, "unsupported"),
+                "ncclWindow_t": ("nccl", None, "unsupported"),
+                "NCCL_WIN_COLL_SYMMETRIC": ("nccl", None, "unsupported"),
+            },
+        ),
+        (
             "gpu_monitor.cpp",
             {
                 "nvml.h": ("nvml", "amd_smi/amdsmi.h", "unsupported"),
@@ -138,10 +164,23 @@ def test_family_names_are_classified_with_their_hip_counterpart(fixture, expecte
 
 
 @pytest.mark.parametrize(
-    "fixture", ["jpeg_decode.cpp", "box_filter.cpp", "gpu_monitor.cpp", "cxx_sync.cu"]
+    "fixture",
+    ["jpeg_decode.cpp", "box_filter.cpp", "gpu_monitor.cpp", "cxx_sync.cu", "shmem_halo.cu"],
 )
 def test_libraries_without_a_drop_in_are_a_library_port(fixture):
     assert "library-port" in _slugs(fixture)
+
+
+def test_nvshmem_is_one_port_to_rocshmem_and_the_projects_own_names_are_not_its():
+    """NVSHMEM's generated names are known one by one (tools/families/nvshmem.yaml), so a
+    member `nvshmem_rank` and the project's `nvshmem_fence_neighbours` stay the project's:
+    one library-port finding names rocSHMEM, and nothing is an unknown API."""
+    report = portcheck.scan(FAMILIES / "shmem_halo.cu")
+    names = {u.name for u in report.uses}
+    assert "nvshmem_rank" not in names and "nvshmem_fence_neighbours" not in names
+    ports = [f for f in report.findings if f.slug == "library-port"]
+    assert len(ports) == 1 and "rocSHMEM" in ports[0].message and ports[0].span.line == 5
+    assert not [f for f in report.findings if f.slug == "unknown-api"]
 
 
 def test_an_npp_primitive_the_rules_do_not_list_is_left_to_library_port():

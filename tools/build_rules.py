@@ -1217,7 +1217,15 @@ def _hip_spellings(name: str, hip_map: dict[str, Any]) -> list[str]:
             spellings.append(hip_prefix + _camel(name[len(prefix) :]))
     for prefix, hip_prefix in hip_map.get("prefixes", {}).items():
         if name.startswith(prefix):
-            spellings.append(hip_prefix + name[len(prefix) :])
+            renamed = hip_prefix + name[len(prefix) :]
+            spellings.append(renamed)
+            # nvshmemx_float_put_block -> rocshmem_float_put_wg, nvshmemx_barrier_all_block
+            # -> rocshmem_wg_barrier_all: the thread-group scope as a suffix or after the prefix
+            for suffix, hip_scope in hip_map.get("scopes", {}).items():
+                if renamed.endswith(suffix):
+                    base = renamed[len(hip_prefix) : -len(suffix)]
+                    spellings.append(f"{hip_prefix}{base}_{hip_scope}")
+                    spellings.append(f"{hip_prefix}{hip_scope}_{base}")
     return spellings
 
 

@@ -103,6 +103,7 @@ MANUAL_PORT_FAMILIES = {
     "nvml": "AMD SMI",
     "cutlass": "composable_kernel or rocWMMA",
     "cupti": "ROCprofiler-SDK (AMD's profiling and tracing API)",
+    "nvshmem": "rocSHMEM",
 }
 MANUAL_PORT_HEADERS = {"cudnn.h": "cudnn", "cublasLt.h": "cublaslt", "cupti.h": "cupti"}
 # Names reported by a more specific hazard are not repeated as unsupported-api.
@@ -385,6 +386,19 @@ def unsupported_api(ctx: Context) -> None:
                 once_per_line=False,
             )
             continue
+        if use.name in HALF_ONLY_LOADS and use.kind == "function":
+            pointee = _loaded_type(ctx, use)
+            if pointee is not None and pointee not in HALF_TYPES:
+                ctx.report(
+                    use.span.start_byte,
+                    use.span.end_byte,
+                    f"`{use.name}` loads a `{pointee}`: HIP declares `{use.name}` only for "
+                    "`__half` and `__half2` pointers, so hipcc finds no overload for this call",
+                    fix="Load plainly (or with __builtin_nontemporal_load) on AMD.",
+                    targets=Verdicts(Status.UNSUPPORTED, use.status.zluda, use.status.scale),
+                    once_per_line=False,
+                )
+            continue
         if use.rule is None or use.status.hip is not Status.UNSUPPORTED or use.name in SPECIFIC:
             continue
         family = MANUAL_PORT_HEADERS.get(use.name, use.family)
@@ -413,6 +427,54 @@ def unsupported_api(ctx: Context) -> None:
             targets=Verdicts(Status.UNSUPPORTED, use.status.zluda, use.status.scale),
             once_per_line=False,
         )
+
+
+# Cache-hinted loads HIP declares for `const __half*` and `const __half2*` only (the rules'
+# notes and source: amd_hip_fp16.h's load primitives): on any other pointer the call has no
+# overload. Their pointee is read from a cast in the argument or from how the enclosing
+# function declares the pointer; a template parameter or anything unresolved is left alone.
+HALF_ONLY_LOADS = frozenset({"__ldca", "__ldcg", "__ldcs"})
+HALF_TYPES = frozenset({"__half", "half", "__half2", "half2"})
+_CAST_POINTER = re.compile(
+    rb"(?:reinterpret_cast|static_cast)\s*<\s*(?:const\s+)?([A-Za-z_][\w:]*)\s*(?:const\s*)?\*\s*>"
+    rb"|\(\s*(?:const\s+)?([A-Za-z_][\w:]*)\s*(?:const\s*)?\*\s*\)"
+)
+_POINTER_NAME = re.compile(rb"&?\s*\(?\s*([A-Za-z_]\w*)\s*(?:\[|\+|\)|$)")
+
+
+def _loaded_type(ctx: Context, use: Use) -> str | None:
+    """The type a cache-hinted load reads, when the call spells it (`__ldcs((const float4*)p)`,
+    `reinterpret_cast<const int4*>(p)`) or loads through a parameter or local (`__ldcs(&x[i])`,
+    `__ldcs(x + i)`) whose declared type is not a template parameter; else None."""
+    masked = ctx.masked
+    opening = masked.find(b"(", use.span.end_byte, use.span.end_byte + 64)
+    if opening < 0 or masked[use.span.end_byte : opening].strip():
+        return None
+    arguments = top_level_arguments(masked, opening + 1)
+    if len(arguments) != 1:
+        return None
+    argument = arguments[0]
+    cast = _CAST_POINTER.match(argument)
+    if cast is not None:
+        written = (cast.group(1) or cast.group(2)).decode()
+    else:
+        pointer = _POINTER_NAME.match(argument)
+        fn = ctx.function_info_at(use.span.start_byte)
+        if pointer is None or fn is None:
+            return None
+        found = ctx.declarations(fn).get(pointer.group(1).decode(), ())
+        before = [d for start, d in found if start < use.span.start_byte]
+        if not before:
+            return None
+        words = [w for w in before[-1].type.split() if w not in ("const", "volatile")]
+        if len(words) != 1:
+            return None
+        written = words[0]
+    if written in ("auto", "void") or re.search(
+        rb"\b(?:typename|class)\s+" + re.escape(written.encode()) + rb"\b", masked
+    ):
+        return None  # a template's type parameter: whatever a caller makes it
+    return written
 
 
 STATUS_CHECK_LINES = 3  # how far below a call its result is still being checked
