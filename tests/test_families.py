@@ -106,11 +106,19 @@ def _slugs(name: str) -> set[str]:
             "shmem_halo.cu",
             {
                 "nvshmem.h": ("nvshmem", "rocshmem/rocshmem.hpp", "partial"),
-                "nvshmem_malloc": ("nvshmem", "rocshmem_malloc", "partial"),
+                "nvshmem_malloc": ("nvshmem", "rocshmem::rocshmem_malloc", "partial"),
                 # block scope is rocSHMEM's work-group scope, as a suffix or after the prefix
-                "nvshmemx_float_put_nbi_block": ("nvshmem", "rocshmem_float_put_nbi_wg", "partial"),
-                "nvshmemx_barrier_all_block": ("nvshmem", "rocshmem_wg_barrier_all", "partial"),
-                "NVSHMEM_CMP_EQ": ("nvshmem", "ROCSHMEM_CMP_EQ", "partial"),
+                "nvshmemx_float_put_nbi_block": (
+                    "nvshmem",
+                    "rocshmem::rocshmem_float_put_nbi_wg",
+                    "partial",
+                ),
+                "nvshmemx_barrier_all_block": (
+                    "nvshmem",
+                    "rocshmem::rocshmem_wg_barrier_all",
+                    "partial",
+                ),
+                "NVSHMEM_CMP_EQ": ("nvshmem", "rocshmem::ROCSHMEM_CMP_EQ", "partial"),
                 # rocSHMEM waits on ulong/ulonglong words, and has no stream-ordered calls
                 "nvshmem_uint64_wait_until": ("nvshmem", None, "unsupported"),
                 "nvshmemx_barrier_all_on_stream": ("nvshmem", None, "unsupported"),
