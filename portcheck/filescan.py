@@ -29,6 +29,7 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from portcheck.checks import Context, FunctionInfo, merged_ranges, registered_checks, run_checks
+from portcheck.checks.apis import device_polls
 from portcheck.checks.warp import (
     DECLARED_TYPE,
     NOT_CALLEES,
@@ -118,6 +119,9 @@ class FileScan:
     # Names of constants read only as a split the warp checks found lane-blind here
     # (`threadIdx.x / C10_WARP_SIZE` in shared-memory arithmetic)
     lane_blind_names: set[str] = field(default_factory=set)
+    # Device code in it waits on memory in a loop (a flag another GPU or the host sets):
+    # see checks.apis.device_polls.
+    polls: bool = False
 
 
 def _meets(data: bytes, errors: Sequence[Node]) -> Callable[[int, int], bool]:
@@ -439,6 +443,7 @@ class FileScanner:
         result.findings = run_checks(ctx, self.ignore)
         result.pending = ctx.pending
         result.lane_blind_names = set(ctx.memo.get("blind-names", ()))
+        result.polls = device_polls(ctx)
         return ctx
 
     # -- the front end chosen per file ------------------------------------------------

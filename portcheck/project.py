@@ -124,6 +124,10 @@ class Pending(NamedTuple):
     # made as warps of 32) and "kernel:32:rows" (rows of 32 threads): when the kernel
     # reads `warpSize` (and, for rows, does not number its block flat) (ProjectFacts.answer).
     launched: str = ""
+    # Reported when some file of the project polls memory in device code (FileScan.polls):
+    # device memory shared with other processes' GPUs is then a flag or a buffer a running
+    # kernel waits on.
+    polled: bool = False
 
 
 LANE_BLIND_DEPTH = 4  # calls followed from another file's function (lane_blind)
@@ -248,6 +252,8 @@ class ProjectFacts:
         # The project's functions whose bodies hold inline PTX (set by the scan, from the
         # files' inline-ptx findings): a wrapper such as `ldmatrix_m8n8x4` in another header.
         self.ptx_functions: dict[str, frozenset[str]] = {}
+        # The files whose device code polls memory (set by the scan, from FileScan.polls).
+        self.polling_files: frozenset[str] = frozenset()
         # The project's functions by name with their files, whether a name the project
         # does not define is a CUDA name, and what marks a file's functions' warp-level
         # code (set by the scan when a question needs them: lane_blind).
@@ -1193,6 +1199,8 @@ class ProjectFacts:
             # constant it reads is read harmlessly there (definition_findings)
             self.blind_reads.update(names_in(pending.expr) if pending.expr else ())
             return None
+        if pending.polled and not self.polling_files:
+            return None  # no kernel of the project waits on memory another GPU writes
         if pending.launched and not any(
             self._counts_hardware_warps(launch) for launch in pending.launched.split(",")
         ):

@@ -348,6 +348,7 @@ def _assemble(
     # the definitions that answered them, reported where a port changes them.
     answers: dict[str, list[Finding]] = {}
     facts.ptx_functions = _ptx_functions(scans)
+    facts.polling_files = frozenset(s.path for s in scans if s.polls)
     if any(p.lane_callees or p.launched for s in scans for p in s.pending):
         for s in scans:
             for fn in s.functions:

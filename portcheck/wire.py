@@ -390,6 +390,7 @@ PENDING = Record(
         ("ptx_callee", STR),
         ("lane_callees", STR),
         ("launched", STR),
+        ("polled", BOOL),
     ],
 )
 REPORT_TARGET = Record(
@@ -730,6 +731,7 @@ _FILE_FIELDS: list[tuple[str, Field]] = [
     ("clang_inputs", _pairs(_check_str)),
     ("cells", CELL_START.tuple),
     ("lane_blind_names", STR_SET),
+    ("polls", BOOL),
 ]
 
 

@@ -254,3 +254,13 @@ def test_unknown_api_is_once_per_name_per_file_and_never_for_project_names(tmp_p
     assert "2 uses in this file" in messages[0]
     names = {u.name for u in report.uses}
     assert not names & {"CUDA_CHECK", "cudaCheckError", "cuda_stream", "cudaDeviceWarmupSpins"}
+
+
+def test_an_unsupported_name_says_what_the_rules_know_of_it_on_amd():
+    """The fix of an unsupported-api finding is the rule's note on HIP when it has one: for
+    NCCL's symmetric-memory windows, which RCCL release the rule set read, not the hazard's
+    general advice."""
+    report = portcheck.scan(FAMILIES / "expert_exchange.cpp", cache=False)
+    register = [f for f in report.findings if "`ncclCommWindowRegister`" in f.message]
+    assert len(register) == 1 and register[0].slug == "unsupported-api"
+    assert "RCCL's nccl.h.in at 0cbce2a7" in register[0].fix

@@ -196,6 +196,7 @@ class Context:
         ptx_callee: str = "",
         lane_callees: str = "",
         launched: str = "",
+        polled: bool = False,
     ) -> None:
         """Report the current check's hazard (or the catalogue's `slug`) at start..end.
 
@@ -211,7 +212,8 @@ class Context:
         `ptx_callee=name`: only if the project's function `name` holds inline PTX;
         `lane_callees="f,g"`: unless those project functions are all lane-blind;
         `launched=kernel`: only if the project's kernel of that name counts hardware warps
-        (ProjectFacts.answer)."""
+        (ProjectFacts.answer); `polled=True`: only if some file of the project polls memory
+        in device code (FileScan.polls)."""
         spec = catalogue()[slug] if slug is not None else self._current
         assert spec is not None, "report() called outside a registered check"
         span = self.span(start, end)
@@ -225,6 +227,7 @@ class Context:
             or bool(ptx_callee)
             or bool(lane_callees)
             or bool(launched)
+            or polled
         )
         if once_per_line:
             key = (spec.slug, span.line)
@@ -266,6 +269,7 @@ class Context:
                 ptx_callee,
                 lane_callees,
                 launched,
+                polled,
             )
         )
 

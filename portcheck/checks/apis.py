@@ -230,17 +230,84 @@ SYSTEM_SCOPE = frozenset(
 def system_scope_sync(ctx: Context) -> None:
     """Per function: the question is how the memory it synchronizes through is allocated.
     Not in a file written for HIP (it includes hip_runtime.h and no CUDA header): that
-    port has been made."""
-    uses = ctx.uses_named(SYSTEM_SCOPE)
-    if not uses or _written_for_hip(ctx):
+    port has been made. Also each `cudaMalloc` whose memory the file exports to other
+    processes' GPUs (`cudaIpcGetMemHandle` of the same pointer), when some kernel of the
+    project polls memory: the signal buffers of custom all-reduce and expert-parallel
+    kernels, which the AMD ports of vLLM, SGLang, DeepEP and mscclpp allocate uncached."""
+    if _written_for_hip(ctx):
         return
-    _report_per_function(
-        ctx,
-        uses,
-        "`{name}`: system-scope synchronization; on AMD it sees the host's and other GPUs' "
-        "writes only in fine-grained memory (hipMalloc's is coarse-grained)",
-        "system-scope operation(s)",
-    )
+    uses = ctx.uses_named(SYSTEM_SCOPE)
+    if uses:
+        _report_per_function(
+            ctx,
+            uses,
+            "`{name}`: system-scope synchronization; on AMD it sees the host's and other "
+            "GPUs' writes only in fine-grained memory (hipMalloc's is coarse-grained)",
+            "system-scope operation(s)",
+        )
+    exported = {
+        pointer
+        for use in ctx.uses_named({"cudaIpcGetMemHandle"})
+        if (pointer := _pointer_argument(ctx, use, 1)) is not None
+    }
+    if not exported:
+        return
+    for use in ctx.uses_named({"cudaMalloc"}):
+        if use.kind != "function" or _pointer_argument(ctx, use, 0, allocated=True) not in exported:
+            continue
+        ctx.report(
+            use.span.start_byte,
+            use.span.end_byte,
+            "`cudaMalloc` of memory this file shares with other processes' GPUs "
+            "(`cudaIpcGetMemHandle`), in a project whose kernels poll memory: hipMalloc's "
+            "memory is coarse-grained, so a flag a running kernel waits on there is seen "
+            "only when kernels end",
+            fix="Allocate memory shared for signalling with hipExtMallocWithFlags(…, "
+            "hipDeviceMallocUncached) (or hipDeviceMallocFinegrained) on AMD.",
+            once_per_line=False,
+            polled=True,
+        )
+
+
+_CAST = re.compile(rb"\(\s*[A-Za-z_][\w:<>\s]*\*+\s*\)|reinterpret_cast\s*<[^<>]*>|\s")
+
+
+def _pointer_argument(
+    ctx: Context, use: Use, index: int, *, allocated: bool = False
+) -> bytes | None:
+    """The pointer a call's `index`-th argument gives, casts and spaces left out; with
+    `allocated`, the pointer an allocation writes through it (`(void**)&buffer` gives
+    `buffer`, `&ptrs[rank]` gives `ptrs[rank]`, a `void** out` parameter gives `*out`)."""
+    masked = ctx.masked
+    opening = masked.find(b"(", use.span.end_byte, use.span.end_byte + 64)
+    if opening < 0 or masked[use.span.end_byte : opening].strip():
+        return None
+    arguments = top_level_arguments(masked, opening + 1)
+    if len(arguments) <= index:
+        return None
+    written = _CAST.sub(b"", arguments[index])
+    if allocated:
+        written = written[1:] if written.startswith(b"&") else b"*" + written
+    return written or None
+
+
+# Device code that waits on memory in a loop: PTX volatile/acquire/relaxed loads (in `asm`
+# strings, so read in the raw text), or a `while` whose test reads through `volatile`, an
+# atomic or a load helper (`ld_flag_acquire`).
+POLLING_ASM = re.compile(rb"\bld(?:\.global|\.gpu|\.sys)*\.(?:volatile|acquire|relaxed)\b")
+POLLING_WAIT = re.compile(rb"\bwhile\s*\(([^;{}]{0,300})\)")
+POLLING_READ = re.compile(rb"volatile|atomic|\.load\s*\(|\bld_|__ldcv|__ldlu")
+
+
+def device_polls(ctx: Context) -> bool:
+    """Does the file's device code poll memory (see POLLING_ASM, POLLING_WAIT)?"""
+    for start, end in ctx.device_ranges:
+        if POLLING_ASM.search(ctx.data, start, end):
+            return True
+        for wait in POLLING_WAIT.finditer(ctx.masked, start, end):
+            if POLLING_READ.search(wait.group(1)):
+                return True
+    return False
 
 
 def _written_for_hip(ctx: Context) -> bool:
@@ -424,6 +491,7 @@ def unsupported_api(ctx: Context) -> None:
             use.span.start_byte,
             use.span.end_byte,
             _why_unsupported(use),
+            fix=_hip_note(use),
             targets=Verdicts(Status.UNSUPPORTED, use.status.zluda, use.status.scale),
             once_per_line=False,
         )
@@ -479,6 +547,16 @@ def _loaded_type(ctx: Context, use: Use) -> str | None:
 
 STATUS_CHECK_LINES = 3  # how far below a call its result is still being checked
 STATUS_NAME = re.compile(r"(?i)success|error")
+
+
+def _hip_note(use: Use) -> str | None:
+    """The rule's note on HIP (`RCCL's nccl.h.in at 0cbce2a7 does not declare it: …`), as
+    the finding's fix: what the rule set knows about this name on AMD says more than the
+    hazard's general advice. None when the rule has none."""
+    for part in ((use.rule.notes or "") if use.rule is not None else "").split(" | "):
+        if part.startswith("HIP: ") and len(part) > len("HIP: "):
+            return part + ("" if part.endswith(".") else ".")
+    return None
 
 
 def _why_unsupported(use: Use) -> str:
