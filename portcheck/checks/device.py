@@ -9,6 +9,7 @@ from portcheck.checks import Context, hazard
 from portcheck.checks.syntax import call_name, text
 from portcheck.preproc import (
     AMD_PASS_GUARDS,
+    DEFINED,
     Branch,
     amd_takes_in_some_release,
     branch_condition_value,
@@ -25,9 +26,30 @@ OPERAND = r"(?:\d+|[A-Za-z_]\w*)"
 ARCH_COMPARISON = re.compile(rf"__CUDA_ARCH__{COMPARE}{OPERAND}|{OPERAND}{COMPARE}__CUDA_ARCH__")
 
 
+def _nvidia_device_pass(name: str) -> object:
+    """An NVIDIA device pass for some GPU: `__CUDA_ARCH__` defined, its value unknown."""
+    return DEFINED if name == "__CUDA_ARCH__" else unless_defined(name, False)
+
+
+def _host_pass_only(ctx: Context, offset: int) -> bool:
+    """Is `offset` in a branch no NVIDIA device pass compiles (`#elif defined(__x86_64__)`
+    after `#if defined(__CUDA_ARCH__) || …` in a `__host__ __device__` function)? Assembly
+    there is the host CPU's, not PTX."""
+    spans: list[tuple[int, int]] | None = ctx.memo.get("host-pass-only")
+    if spans is None:
+        spans = ctx.memo["host-pass-only"] = [
+            (b.start_byte, b.end_byte)
+            for b in ctx.preproc.branches
+            if branch_condition_value(b, _nvidia_device_pass) == 0
+        ]
+    return any(start <= offset < end for start, end in spans)
+
+
 @hazard("inline-ptx")
 def inline_ptx(ctx: Context) -> None:
     for use in ctx.uses_named(["asm"]):
+        if _host_pass_only(ctx, use.span.start_byte):
+            continue
         ctx.report(
             use.span.start_byte,
             use.span.end_byte,
