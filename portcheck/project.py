@@ -15,6 +15,7 @@ constant evaluator (portcheck.preproc.evaluate) serves every check.
 from __future__ import annotations
 
 import bisect
+import posixpath
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable
@@ -1180,6 +1181,16 @@ class ProjectFacts:
 
     # -- questions recorded by checks -----------------------------------------------------
 
+    def _polled_near(self, path: str) -> bool:
+        """Does device code that polls memory (FileScan.polls) sit in `path`'s folder or
+        below it, or in a file it includes? A tree of independent programs (NVIDIA's
+        samples) has polling kernels somewhere; the one that exports memory must be near."""
+        folder = posixpath.dirname(path)
+        prefix = folder + "/" if folder else ""
+        return any(p.startswith(prefix) for p in self.polling_files) or bool(
+            self.includes_of(path) & self.polling_files
+        )
+
     def answer(self, pending: Pending) -> Finding | None:
         """The finding if its question's answer is yes (its message then names the
         definition that decided it), else None."""
@@ -1199,8 +1210,8 @@ class ProjectFacts:
             # constant it reads is read harmlessly there (definition_findings)
             self.blind_reads.update(names_in(pending.expr) if pending.expr else ())
             return None
-        if pending.polled and not self.polling_files:
-            return None  # no kernel of the project waits on memory another GPU writes
+        if pending.polled and not self._polled_near(finding.path):
+            return None  # no kernel near it waits on memory another GPU writes
         if pending.launched and not any(
             self._counts_hardware_warps(launch) for launch in pending.launched.split(",")
         ):

@@ -752,3 +752,30 @@ def test_a_constant_defined_alike_in_two_headers_is_named_where_the_file_include
     assert "lib/common.h:3" in split.message
     (definition,) = [f for f in report.findings if f.path == "lib/common.h"]
     assert "lib/norm.cu:3" in definition.message
+
+
+def test_exported_memory_is_asked_about_only_where_kernels_near_it_poll(tmp_path):
+    """A tree of independent programs: one exports a cudaMalloc'd buffer to another process
+    and synchronises on the host; another, in a sibling folder, spins on a flag in its
+    kernel. The export is not the spinning program's signal buffer: nothing is reported."""
+    (tmp_path / "ipc").mkdir()
+    (tmp_path / "spin").mkdir()
+    (tmp_path / "ipc" / "share.cu").write_text(
+        "#include <cuda_runtime.h>\n"
+        "int share(float** buf, size_t n, cudaIpcMemHandle_t* h) {\n"
+        "  if (cudaMalloc(buf, n) != cudaSuccess) return 1;\n"
+        "  return cudaIpcGetMemHandle(h, *buf) == cudaSuccess ? 0 : 1;\n"
+        "}\n"
+    )
+    (tmp_path / "spin" / "wait.cu").write_text(
+        "__global__ void wait_flag(volatile int* flag, int v) {\n"
+        "  while (*(volatile int*)flag != v) {}\n"
+        "}\n"
+    )
+    report = portcheck.scan(tmp_path, cache=False)
+    assert not [f for f in report.findings if f.slug == "system-scope-sync"]
+    (tmp_path / "ipc" / "wait.cu").write_text((tmp_path / "spin" / "wait.cu").read_text())
+    report = portcheck.scan(tmp_path, cache=False)
+    assert [(f.path, f.span.line) for f in report.findings if f.slug == "system-scope-sync"] == [
+        ("ipc/share.cu", 3)
+    ]
