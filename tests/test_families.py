@@ -137,6 +137,15 @@ def _slugs(name: str) -> set[str]:
             },
         ),
         (
+            "cpu_mapped_flags.cpp",
+            {
+                "gdrapi.h": ("gdrcopy", None, "unsupported"),
+                "gdr_open": ("gdrcopy", None, "unsupported"),
+                "gdr_pin_buffer": ("gdrcopy", None, "unsupported"),
+                "gdr_mh_t": ("gdrcopy", None, "unsupported"),
+            },
+        ),
+        (
             "gpu_monitor.cpp",
             {
                 "nvml.h": ("nvml", "amd_smi/amdsmi.h", "unsupported"),
@@ -173,7 +182,14 @@ def test_family_names_are_classified_with_their_hip_counterpart(fixture, expecte
 
 @pytest.mark.parametrize(
     "fixture",
-    ["jpeg_decode.cpp", "box_filter.cpp", "gpu_monitor.cpp", "cxx_sync.cu", "shmem_halo.cu"],
+    [
+        "jpeg_decode.cpp",
+        "box_filter.cpp",
+        "gpu_monitor.cpp",
+        "cxx_sync.cu",
+        "shmem_halo.cu",
+        "cpu_mapped_flags.cpp",
+    ],
 )
 def test_libraries_without_a_drop_in_are_a_library_port(fixture):
     assert "library-port" in _slugs(fixture)

@@ -104,6 +104,7 @@ MANUAL_PORT_FAMILIES = {
     "cutlass": "composable_kernel or rocWMMA",
     "cupti": "ROCprofiler-SDK (AMD's profiling and tracing API)",
     "nvshmem": "rocSHMEM",
+    "gdrcopy": "HIP's own memory the CPU can reach (no ROCm library keeps GDRCopy's API)",
 }
 MANUAL_PORT_HEADERS = {"cudnn.h": "cudnn", "cublasLt.h": "cublaslt", "cupti.h": "cupti"}
 # Names reported by a more specific hazard are not repeated as unsupported-api.
