@@ -910,9 +910,13 @@ def looks_like_nvidia_guard(name: str) -> bool:
 
 
 # Other vendors' compilers of CUDA sources (Moore Threads' MUSA builds the same files with
-# `-DGGML_USE_MUSA`, `__MUSA_ARCH__`): a hipcc build is never one of them, so their switches
-# are undefined there, whatever the NVIDIA build makes of them.
-OTHER_CUDA_DIALECT = re.compile(r"(?:^|_)(?:USE|WITH|ENABLE)_MUSA$|^__MUSA\w*__$")
+# `-DGGML_USE_MUSA`, `__MUSA_ARCH__`; MetaX's MACA, Biren's SUPA and Iluvatar's CoreX, as
+# Mooncake's CMake options name them, `-DUSE_MACA` beside `-DUSE_CUDA` and `-DUSE_HIP`): a
+# hipcc build is never one of them, so their switches are undefined there, whatever the
+# NVIDIA build makes of them.
+OTHER_CUDA_DIALECT = re.compile(
+    r"(?:^|_)(?:USE|WITH|ENABLE)_(?:MUSA|MACA|SUPA|COREX)$|^__MUSA\w*__$"
+)
 
 
 def looks_like_other_dialect_guard(name: str) -> bool:

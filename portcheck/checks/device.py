@@ -10,6 +10,7 @@ from portcheck.checks.syntax import call_name, text
 from portcheck.preproc import (
     AMD_PASS_GUARDS,
     DEFINED,
+    UNDEFINED,
     Branch,
     amd_takes_in_some_release,
     branch_condition_value,
@@ -31,16 +32,23 @@ def _nvidia_device_pass(name: str) -> object:
     return DEFINED if name == "__CUDA_ARCH__" else unless_defined(name, False)
 
 
+def _nvidia_host_pass(name: str) -> object:
+    """The host pass of the same build: no `__CUDA_ARCH__`."""
+    return UNDEFINED if name == "__CUDA_ARCH__" else unless_defined(name, False)
+
+
 def _host_pass_only(ctx: Context, offset: int) -> bool:
-    """Is `offset` in a branch no NVIDIA device pass compiles (`#elif defined(__x86_64__)`
-    after `#if defined(__CUDA_ARCH__) || …` in a `__host__ __device__` function)? Assembly
-    there is the host CPU's, not PTX."""
+    """Is `offset` in a branch no NVIDIA device pass compiles but its host pass may
+    (`#elif defined(__x86_64__)` after `#if defined(__CUDA_ARCH__) || …` in a `__host__
+    __device__` function)? Assembly there is the host CPU's, not PTX. A branch neither pass
+    takes (another platform's, hashcat's OpenCL kernels for NVIDIA GPUs) is not decided here."""
     spans: list[tuple[int, int]] | None = ctx.memo.get("host-pass-only")
     if spans is None:
         spans = ctx.memo["host-pass-only"] = [
             (b.start_byte, b.end_byte)
             for b in ctx.preproc.branches
             if branch_condition_value(b, _nvidia_device_pass) == 0
+            and branch_condition_value(b, _nvidia_host_pass) != 0
         ]
     return any(start <= offset < end for start, end in spans)
 
