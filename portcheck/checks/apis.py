@@ -444,27 +444,23 @@ def unsupported_api(ctx: Context) -> None:
             and use.kind == "function"
             and LEGACY_BLAS_CALL.match(ctx.data, use.span.end_byte)
         ):
-            ctx.report(
-                use.span.start_byte,
-                use.span.end_byte,
+            _report_unsupported(
+                ctx,
+                use,
                 f"`{use.name}` is called in the legacy cuBLAS form (cublas.h: no handle, "
                 "operations as characters); hipBLAS has only the handle-based API",
-                fix="Move the call to the cublas_v2 form (a handle, CUBLAS_OP_N), then translate.",
-                targets=Verdicts(Status.UNSUPPORTED, use.status.zluda, use.status.scale),
-                once_per_line=False,
+                "Move the call to the cublas_v2 form (a handle, CUBLAS_OP_N), then translate.",
             )
             continue
         if use.name in HALF_ONLY_LOADS and use.kind == "function":
             pointee = _loaded_type(ctx, use)
             if pointee is not None and pointee not in HALF_TYPES:
-                ctx.report(
-                    use.span.start_byte,
-                    use.span.end_byte,
+                _report_unsupported(
+                    ctx,
+                    use,
                     f"`{use.name}` loads a `{pointee}`: HIP declares `{use.name}` only for "
                     "`__half` and `__half2` pointers, so hipcc finds no overload for this call",
-                    fix="Load plainly (or with __builtin_nontemporal_load) on AMD.",
-                    targets=Verdicts(Status.UNSUPPORTED, use.status.zluda, use.status.scale),
-                    once_per_line=False,
+                    "Load plainly (or with __builtin_nontemporal_load) on AMD.",
                 )
             continue
         if use.rule is None or use.status.hip is not Status.UNSUPPORTED or use.name in SPECIFIC:
@@ -488,14 +484,20 @@ def unsupported_api(ctx: Context) -> None:
             below = STATUS_CHECK_LINES if STATUS_NAME.search(use.name) else 0
             if any(0 <= use.span.line - line <= below for line in lines):
                 continue
-        ctx.report(
-            use.span.start_byte,
-            use.span.end_byte,
-            _why_unsupported(use),
-            fix=_hip_note(use),
-            targets=Verdicts(Status.UNSUPPORTED, use.status.zluda, use.status.scale),
-            once_per_line=False,
-        )
+        _report_unsupported(ctx, use, _why_unsupported(use), _hip_note(use))
+
+
+def _report_unsupported(ctx: Context, use: Use, message: str, fix: str | None) -> None:
+    """An unsupported-api finding at `use`: HIP unsupported, the other routes as its rule
+    has them; each use on its own (two on a line are two calls to port)."""
+    ctx.report(
+        use.span.start_byte,
+        use.span.end_byte,
+        message,
+        fix=fix,
+        targets=Verdicts(Status.UNSUPPORTED, use.status.zluda, use.status.scale),
+        once_per_line=False,
+    )
 
 
 # Cache-hinted loads HIP declares for `const __half*` and `const __half2*` only (the rules'
