@@ -63,6 +63,21 @@ LOGICAL_MARK = "~"  # lane_callees entry: blind, or working in logical groups of
 AMD_WORDS = ("HIP", "HCC", "ROCM", "AMD", "gfx", "GFX")
 
 
+# What only NVIDIA's compiler defines: its device pass (`__CUDA_ARCH__`) and nvcc itself.
+NVIDIA_COMPILERS = frozenset({"__CUDA_ARCH__", "__NVCC__"})
+
+
+def _never_compiled(branch: Branch) -> bool:
+    """`#if 0` (a test that names no macro and is false): no build compiles the branch."""
+    test = branch.test
+    return (
+        test is not None
+        and not branch.prior
+        and not names_in(test)
+        and evaluate(test, lambda name: None) == 0
+    )
+
+
 def _switched_on(name: str, test: str) -> bool:
     """Does `test` require `name` (`defined(NAME)`, `NAME && …`), not its absence?"""
     for match in re.finditer(rf"\b{re.escape(name)}\b", test):
@@ -271,6 +286,11 @@ class ProjectFacts:
         self._regions: dict[str, list[tuple[int, int, str]]] = {}
         self._amd_too: frozenset[str] | None = None  # _cuda_switches_on_amd
         self._hip_everywhere: bool | None = None  # _hip_on_nvidia
+        self._tests_amd: dict[str, bool] = {}  # path -> _tests_amd_guard
+        # (path, start) of the branches _nvidia_compiler_branch made NVIDIA-only: a finding at
+        # such a directive (the arch check's device-pass test) asks whether the code an AMD
+        # device pass gets instead is right, so it is not credited to that code.
+        self.compiler_branches: set[tuple[str, int]] = set()
         self.device_macros = self._device_macros()
         # name -> its definitions: (path, expression, the definition)
         self._constants: dict[str, list[tuple[str, str, Definition]]] = {}
@@ -549,6 +569,9 @@ class ProjectFacts:
         key = (path, branch.start_byte)
         if key in self._kinds:
             return self._kinds[key]
+        if _never_compiled(branch):
+            self._kinds[key] = "other"  # `#if 0`: code no build compiles
+            return "other"
         if not self._may_tell_platforms(branch) or self._include_guard(path, branch):
             # `#ifdef _WIN32`, `#ifndef HELPER_H`: the same in both (unless its twin follows)
             kind = "nvidia" if self._before_amd_twin(path, branch) else None
@@ -570,6 +593,9 @@ class ProjectFacts:
             or self._has_amd_sibling(path, branch)
         ):
             kind = "nvidia"
+        elif in_amd == 0 and self._nvidia_compiler_branch(path, branch):
+            kind = "nvidia"
+            self.compiler_branches.add(key)
         self._kinds[key] = kind
         return kind
 
@@ -596,6 +622,34 @@ class ProjectFacts:
         if len(ff.groups.get(following.group, ())) != 1:
             return False
         return self._taken(following, False) == 0 and self._taken(following, True) != 0
+
+    def _nvidia_compiler_branch(self, path: str, branch: Branch) -> bool:
+        """`#if defined(__CUDA_ARCH__)` (or `__NVCC__`) in a file hipcc compiles as it is (it,
+        or a header it includes, tests an AMD guard): hipcc defines neither, so the AMD
+        build takes the `#else` (or leaves the block out), and that is the project's AMD
+        path, as for a `#ifdef USE_CUDA` block. In CUDA-only code the same test tells device
+        code from host code only. Comparisons (`__CUDA_ARCH__ >= 800`) are the arch checks'
+        business."""
+        test = branch.test
+        if test is None or any(c in test for c in "<>="):
+            return False
+        names = names_in(test)
+        if not names or not names <= NVIDIA_COMPILERS:
+            return False
+        return self._tests_amd_guard(path) or any(
+            self._tests_amd_guard(p) for p in self.includes_of(path) if p in self.files
+        )
+
+    def _tests_amd_guard(self, path: str) -> bool:
+        known = self._tests_amd.get(path)
+        if known is None:
+            known = self._tests_amd[path] = any(
+                is_amd_guard(n) or looks_like_amd_guard(n)
+                for b in self.files[path].facts.branches
+                if b.test is not None and any(word in b.test for word in AMD_WORDS)
+                for n in names_in(b.test)
+            )
+        return known
 
     @staticmethod
     def _names_third_platform(branch: Branch) -> bool:
@@ -898,6 +952,13 @@ class ProjectFacts:
         if "nvidia" in kinds:
             return "nvidia"
         return None
+
+    def nvidia_around(self, path: str, offset: int) -> bool:
+        """Is `offset` in NVIDIA-only code because of a branch that does not start there (an
+        outer one), not only the branch whose directive it is?"""
+        return any(
+            kind == "nvidia" and start < offset < end for start, end, kind in self._marked_of(path)
+        )
 
     def has_nvidia_code(self, path: str) -> bool:
         """Does the file hold NVIDIA-only code with an AMD alternative (the `#else` of an

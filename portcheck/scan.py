@@ -235,7 +235,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-45"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-49"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -480,7 +480,11 @@ def _assemble(
                 place = place_of(finding.span.start_byte)
                 if place in ("amd", "other"):
                     continue
-                if place == "nvidia":
+                at = (path, finding.span.start_byte)
+                if place == "nvidia" and (
+                    at not in facts.compiler_branches or facts.nvidia_around(*at)
+                ):
+                    # (a device-pass test at the directive asks about the code AMD gets)
                     finding = replace(finding, amd_alternative=True)
                 guard = facts.optional_guard(path, finding.span.start_byte)
                 if guard:
