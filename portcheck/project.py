@@ -78,6 +78,13 @@ def _never_compiled(branch: Branch) -> bool:
     )
 
 
+def _tests_for_amd(test: str) -> bool:
+    """Does an `#if` test name an AMD guard (or a macro named like one)?"""
+    return any(word in test for word in AMD_WORDS) and any(
+        is_amd_guard(n) or looks_like_amd_guard(n) for n in names_in(test)
+    )
+
+
 def _switched_on(name: str, test: str) -> bool:
     """Does `test` require `name` (`defined(NAME)`, `NAME && …`), not its absence?"""
     for match in re.finditer(rf"\b{re.escape(name)}\b", test):
@@ -140,9 +147,9 @@ class Pending(NamedTuple):
     # made as warps of 32) and "kernel:32:rows" (rows of 32 threads): when the kernel
     # reads `warpSize` (and, for rows, does not number its block flat) (ProjectFacts.answer).
     launched: str = ""
-    # Reported when some file of the project polls memory in device code (FileScan.polls):
-    # device memory shared with other processes' GPUs is then a flag or a buffer a running
-    # kernel waits on.
+    # Reported when device code near the finding's file polls memory (FileScan.polls,
+    # _polled_near): device memory shared with other processes' GPUs is then a flag or a
+    # buffer a running kernel waits on.
     polled: bool = False
 
 
@@ -415,10 +422,7 @@ class ProjectFacts:
         found: set[str] = set()
         for ff in self.files.values():
             for branch in ff.facts.branches:
-                tests = branch.tests
-                if not any(word in t for t in tests for word in AMD_WORDS) or not any(
-                    is_amd_guard(n) or looks_like_amd_guard(n) for t in tests for n in names_in(t)
-                ):
+                if not any(_tests_for_amd(t) for t in branch.tests):
                     continue
                 for outer in ff.enclosing(branch.start_byte):
                     if outer is branch or outer.test is None or "||" in outer.test:
@@ -644,10 +648,8 @@ class ProjectFacts:
         known = self._tests_amd.get(path)
         if known is None:
             known = self._tests_amd[path] = any(
-                is_amd_guard(n) or looks_like_amd_guard(n)
+                b.test is not None and _tests_for_amd(b.test)
                 for b in self.files[path].facts.branches
-                if b.test is not None and any(word in b.test for word in AMD_WORDS)
-                for n in names_in(b.test)
             )
         return known
 

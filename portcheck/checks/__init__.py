@@ -212,8 +212,8 @@ class Context:
         `ptx_callee=name`: only if the project's function `name` holds inline PTX;
         `lane_callees="f,g"`: unless those project functions are all lane-blind;
         `launched=kernel`: only if the project's kernel of that name counts hardware warps
-        (ProjectFacts.answer); `polled=True`: only if some file of the project polls memory
-        in device code (FileScan.polls)."""
+        (ProjectFacts.answer); `polled=True`: only if device code near the file polls
+        memory (FileScan.polls, ProjectFacts._polled_near)."""
         spec = catalogue()[slug] if slug is not None else self._current
         assert spec is not None, "report() called outside a registered check"
         span = self.span(start, end)

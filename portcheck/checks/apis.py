@@ -232,9 +232,10 @@ def system_scope_sync(ctx: Context) -> None:
     """Per function: the question is how the memory it synchronizes through is allocated.
     Not in a file written for HIP (it includes hip_runtime.h and no CUDA header): that
     port has been made. Also each `cudaMalloc` whose memory the file exports to other
-    processes' GPUs (`cudaIpcGetMemHandle` of the same pointer), when some kernel of the
-    project polls memory: the signal buffers of custom all-reduce and expert-parallel
-    kernels, which the AMD ports of vLLM, SGLang, DeepEP and mscclpp allocate uncached."""
+    processes' GPUs (`cudaIpcGetMemHandle` of the same pointer), when device code near it
+    polls memory (ProjectFacts._polled_near): the signal buffers of custom all-reduce and
+    expert-parallel kernels, which the AMD ports of vLLM, SGLang, DeepEP and mscclpp
+    allocate uncached."""
     if _written_for_hip(ctx):
         return
     uses = ctx.uses_named(SYSTEM_SCOPE)
@@ -260,7 +261,7 @@ def system_scope_sync(ctx: Context) -> None:
             use.span.start_byte,
             use.span.end_byte,
             "`cudaMalloc` of memory this file shares with other processes' GPUs "
-            "(`cudaIpcGetMemHandle`), in a project whose kernels poll memory: hipMalloc's "
+            "(`cudaIpcGetMemHandle`), beside kernels that poll memory: hipMalloc's "
             "memory is coarse-grained, so a flag a running kernel waits on there is seen "
             "only when kernels end",
             fix="Allocate memory shared for signalling with hipExtMallocWithFlags(…, "
@@ -268,6 +269,16 @@ def system_scope_sync(ctx: Context) -> None:
             once_per_line=False,
             polled=True,
         )
+
+
+def _call_arguments(ctx: Context, use: Use) -> list[bytes] | None:
+    """The top-level arguments of the call `use` names (comments and strings blanked), or
+    None when no `(` follows the name."""
+    masked = ctx.masked
+    opening = masked.find(b"(", use.span.end_byte, use.span.end_byte + 64)
+    if opening < 0 or masked[use.span.end_byte : opening].strip():
+        return None
+    return top_level_arguments(masked, opening + 1)
 
 
 _CAST = re.compile(rb"\(\s*[A-Za-z_][\w:<>\s]*\*+\s*\)|reinterpret_cast\s*<[^<>]*>|\s")
@@ -279,12 +290,8 @@ def _pointer_argument(
     """The pointer a call's `index`-th argument gives, casts and spaces left out; with
     `allocated`, the pointer an allocation writes through it (`(void**)&buffer` gives
     `buffer`, `&ptrs[rank]` gives `ptrs[rank]`, a `void** out` parameter gives `*out`)."""
-    masked = ctx.masked
-    opening = masked.find(b"(", use.span.end_byte, use.span.end_byte + 64)
-    if opening < 0 or masked[use.span.end_byte : opening].strip():
-        return None
-    arguments = top_level_arguments(masked, opening + 1)
-    if len(arguments) <= index:
+    arguments = _call_arguments(ctx, use)
+    if arguments is None or len(arguments) <= index:
         return None
     written = _CAST.sub(b"", arguments[index])
     if allocated:
@@ -517,12 +524,8 @@ def _loaded_type(ctx: Context, use: Use) -> str | None:
     """The type a cache-hinted load reads, when the call spells it (`__ldcs((const float4*)p)`,
     `reinterpret_cast<const int4*>(p)`) or loads through a parameter or local (`__ldcs(&x[i])`,
     `__ldcs(x + i)`) whose declared type is not a template parameter; else None."""
-    masked = ctx.masked
-    opening = masked.find(b"(", use.span.end_byte, use.span.end_byte + 64)
-    if opening < 0 or masked[use.span.end_byte : opening].strip():
-        return None
-    arguments = top_level_arguments(masked, opening + 1)
-    if len(arguments) != 1:
+    arguments = _call_arguments(ctx, use)
+    if arguments is None or len(arguments) != 1:
         return None
     argument = arguments[0]
     cast = _CAST_POINTER.match(argument)
@@ -542,7 +545,7 @@ def _loaded_type(ctx: Context, use: Use) -> str | None:
             return None
         written = words[0]
     if written in ("auto", "void") or re.search(
-        rb"\b(?:typename|class)\s+" + re.escape(written.encode()) + rb"\b", masked
+        rb"\b(?:typename|class)\s+" + re.escape(written.encode()) + rb"\b", ctx.masked
     ):
         return None  # a template's type parameter: whatever a caller makes it
     return written
