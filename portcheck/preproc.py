@@ -647,7 +647,7 @@ class _Compiler:
                 break
             self.take()
             right = self.expression(precedence + 1)
-            left = _binary(op or "", left, right)
+            left = _binary(op or "", left, right, self.in_if)
         self.depth -= 1
         return left
 
@@ -747,9 +747,16 @@ def _ternary(condition: Compiled, yes: Compiled, no: Compiled) -> Compiled:
     return run
 
 
-def _binary(op: str, left: Compiled, right: Compiled) -> Compiled:
+def _binary(op: str, left: Compiled, right: Compiled, in_if: bool = False) -> Compiled:
     def run(env: Environment) -> Value:
-        return _apply(op, left(env), right(env))
+        a, b = left(env), right(env)
+        if in_if and op == "|" and (a is None) != (b is None) and (a or b):
+            # `#elif (defined(__HIPCC__) | CUTENSOR_VERSION >= 10700)`: a bitwise or written
+            # for a logical one; with one side set the test is true, whatever the other
+            return a if b is None else b
+        if op in ("&", "*") and (a == 0 or b == 0):
+            return 0
+        return _apply(op, a, b)
 
     return run
 

@@ -573,6 +573,12 @@ def _why_unsupported(use: Use) -> str:
     if rule is not None and rule.hip and (rule.notes or "").startswith("HIP in ROCm "):
         reason = (rule.notes or "").split(" | ", 1)[0]
         return f"`{use.name}` (HIP `{rule.hip}`): {reason}"
+    if rule is not None and rule.hip and rule.hip_removed:
+        # hipTensor 2.x dropped the cuTENSOR 1.x calls it had: a port for an older ROCm
+        # release has them (`--rocm`)
+        since = f" (present from ROCm {rule.hip_added})" if rule.hip_added else ""
+        removed = f"was removed in ROCm {rule.hip_removed}{since}"
+        return f"`{use.name}`: its HIP equivalent `{rule.hip}` {removed}"
     return f"`{use.name}` has no HIP equivalent"
 
 

@@ -24,7 +24,13 @@ from portcheck.preproc import (
     top_level_arguments,
     unless_defined,
 )
-from portcheck.project import LANE_MASK_NAME, LOGICAL_MARK, MAX_WIDTH_READERS, WARP_WIDTH_NAME
+from portcheck.project import (
+    LANE_MASK_NAME,
+    LOGICAL_MARK,
+    MAX_WIDTH_READERS,
+    NVIDIA_COMPILERS,
+    WARP_WIDTH_NAME,
+)
 
 # An operand that is plausibly a thread or lane index.
 THREAD_INDEX = re.compile(
@@ -711,11 +717,73 @@ def _beside_amd_branch(ctx: Context, offset: int, fn: Any) -> bool:
 def _in_nvidia_twin(ctx: Context, offset: int) -> bool:
     """Is `offset`, inside a function, in a branch no AMD build takes of a conditional that
     has an AMD branch (the `#else` of `#ifdef __HIP_PLATFORM_AMD__` within a device
-    function)?"""
+    function), or in a lone NVIDIA conditional with a lone AMD one beside it?"""
     fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
-    return fn is not None and any(
-        branch_condition_value(branch, _amd_build) == 0
-        for branch in _branches_beside_amd(ctx, offset, fn)
+    return fn is not None and (
+        any(
+            branch_condition_value(branch, _amd_build) == 0
+            for branch in _branches_beside_amd(ctx, offset, fn)
+        )
+        or bool(_amd_twins(ctx, offset))
+    )
+
+
+def _amd_twins(ctx: Context, offset: int) -> list[Any]:
+    """The AMD branches that stand in for the NVIDIA branch holding `offset` inside a
+    function: the AMD branches of its own conditional (`#ifdef __HIP_PLATFORM_AMD__ …
+    #else …`), or, for a lone `#ifdef __NVCC__ … #endif` (a test of NVIDIA's compiler or
+    platform only), a lone AMD-only conditional next to it in the same function
+    (`#ifdef __HIP__ … #endif`, hashinator's wrappers)."""
+    fn = next((f for f in ctx.functions if f.start <= offset < f.end), None)
+    if fn is None:
+        return []
+    twins: list[Any] = []
+    for branch in _branches_beside_amd(ctx, offset, fn):
+        if branch_condition_value(branch, _amd_build) == 0:
+            twins += [
+                b
+                for b in ctx.preproc.branches
+                if b.group == branch.group and b is not branch and _amd_takes(ctx, b.start_byte)
+            ]
+    if twins:
+        return twins
+    branches = ctx.preproc.branches
+    for i, branch in enumerate(branches):
+        if not branch.start_byte <= offset < branch.end_byte or not _lone_nvidia(ctx, branch):
+            continue
+        if not fn.start <= branch.start_byte < branch.end_byte <= fn.end:
+            continue
+        for other in (branches[i - 1] if i else None, *branches[i + 1 : i + 2]):
+            if other is None or not fn.start <= other.start_byte < other.end_byte <= fn.end:
+                continue
+            if other.start_byte > branch.start_byte:
+                gap = other.start_line - branch.end_line
+            else:
+                gap = branch.start_line - other.end_line
+            if 0 <= gap <= 3 and _lone(ctx, other) and _amd_takes(ctx, other.start_byte):
+                twins.append(other)
+    return twins
+
+
+def _lone(ctx: Context, branch: Any) -> bool:
+    """Is `branch` the only branch of its conditional (no `#else`, no `#elif`)?"""
+    sizes = ctx.memo.get("group-sizes")
+    if sizes is None:
+        sizes = ctx.memo["group-sizes"] = {}
+        for b in ctx.preproc.branches:
+            sizes[b.group] = sizes.get(b.group, 0) + 1
+    return sizes.get(branch.group) == 1
+
+
+def _lone_nvidia(ctx: Context, branch: Any) -> bool:
+    """A conditional of one branch testing only NVIDIA's compiler or platform."""
+    if branch.test is None or branch.prior or not _lone(ctx, branch):
+        return False
+    names = names_in(branch.test)
+    return (
+        bool(names)
+        and all(n in NVIDIA_COMPILERS or looks_like_nvidia_guard(n) for n in names)
+        and not any(c in branch.test for c in "<>=!")
     )
 
 
@@ -1609,39 +1677,88 @@ UNROLLED_OFFSETS = frozenset({16, 8, 4, 2, 1})
 
 def _unrolled_reductions(ctx: Context) -> None:
     """`sum += __shfl_down_sync(m, sum, 16); … 8; … 4; … 2; … 1;` written out, not as a
-    loop: a reduction over 32 lanes, as the loop form is (reported at the 16)."""
-    if b"__shfl" not in ctx.data:
+    loop: a reduction over 32 lanes, as the loop form is (reported at the 16). Also through
+    a project's shuffle wrapper (`SHFL_DOWN(sum, 16)`, `warp_shfl_xor(v, 8)`): the offset
+    is the literal argument that halves from call to call. An offset-32 step that only an
+    AMD build takes (`#if USE_HIP  s += SHFL_DOWN(s, 32);  #endif` in front of the shared
+    ladder) is the project's AMD path for it."""
+    if b"__shfl" not in ctx.data and SHUFFLE_WORD.search(ctx.data) is None:
         return
-    by_function: dict[int, list[tuple[int, Any]]] = {}
+    # (function, callee, argument position) -> [(offset, node, AMD-only)]
+    steps: dict[tuple[int, str, int], list[tuple[int, Any, bool]]] = {}
     for call in ctx.device_nodes("call"):
         name = call_name(call)
-        if name not in UNROLLED_SHUFFLES:
-            continue
         args = call_arguments(call)
-        position = 2 if name.endswith("_sync") else 1
-        if len(args) <= position or args[position].type != "number_literal":
+        if name in UNROLLED_SHUFFLES:
+            position = 2 if name.endswith("_sync") else 1
+            if len(args) != position + 1 or args[position].type != "number_literal":
+                continue  # (an explicit width: the groups are deliberate)
+        elif REDUCING_WRAPPER.search(name) is not None:
+            literals = [i for i, a in enumerate(args) if a.type == "number_literal"]
+            if len(literals) != 1:
+                continue  # none, or a width beside the offset
+            position = literals[0]
+        else:
             continue
-        if len(args) > position + 1:
-            continue  # an explicit width: the groups are deliberate
         value = evaluate(text(args[position]), lambda n: None, in_if=False)
         fn = next((f for f in ctx.functions if f.start <= call.start_byte < f.end), None)
         if fn is None or not isinstance(value, int):
             continue
-        by_function.setdefault(fn.start, []).append((value, args[position]))
-    for calls in by_function.values():
-        offsets = {v for v, _ in calls}
+        if value == 16 and _under_width_test(call):
+            # `if constexpr (kWarpSize == 64) v = max(v, shfl_xor(v, 16));`: a half-warp
+            # reduction whose first step comes with the wider wavefront
+            continue
+        amd = _amd_takes(ctx, call.start_byte)
+        steps.setdefault((fn.start, name, position), []).append((value, args[position], amd))
+    for (start, _, _), calls in steps.items():
+        offsets = {v for v, _, amd in calls if not amd}
         if 32 in offsets or 16 not in offsets or len(offsets & UNROLLED_OFFSETS) < 3:
             continue
-        node = next(n for v, n in calls if v == 16)
+        node = next(n for v, n, amd in calls if v == 16 and not amd)
+        wide = [n for v, n, amd in calls if v == 32 and amd]
+        wide += [
+            n
+            for (other, _, _), more in steps.items()
+            if other == start
+            for v, n, amd in more
+            if v == 32 and amd and n not in wide
+        ]
+        message = "shuffle reduction written out from offset 16 covers only 32 lanes"
+        if wide:
+            line = ctx.span(wide[0].start_byte, wide[0].end_byte).line
+            message += f"; the AMD branch's offset-32 step (line {line}) completes it on wave64"
         _report_if(
             ctx,
             node,
             (16,),
             node.start_byte,
             node.end_byte,
-            message="shuffle reduction written out from offset 16 covers only 32 lanes",
+            message=message,
             fix="Add the offset-32 step under a wave64 test (or loop from `warpSize / 2`).",
+            amd_alternative=bool(wide),
         )
+
+
+def _under_width_test(node: Any) -> bool:
+    """Is `node` inside an `if` (in its function) that tests the warp's width?"""
+    parent = node.parent
+    while parent is not None and parent.type != "function_definition":
+        if parent.type == "if_statement":
+            condition = text(parent.child_by_field_name("condition"))
+            if WIDTH_TEST.search(condition):
+                return True
+        parent = parent.parent
+    return False
+
+
+# A test of the warp's width: `kWarpSize == 64`, `warpSize > 32`, `WAVE_SIZE >= 64`.
+WIDTH_TEST = re.compile(r"(?i)\b\w*(?:warp|wave|wavefront)\w*\s*(?:==|!=|>=|<=|>|<)\s*(?:32|64)\b")
+
+
+# A project's wrapper of a reducing shuffle: `SHFL_DOWN`, `warp_shuffle_xor`, `shfl_down_f`.
+REDUCING_WRAPPER = re.compile(
+    r"(?i)^(?!__shfl).*(?:(?:shfl|shuffle).*(?:down|xor|bfly)|(?:down|xor|bfly).*(?:shfl|shuffle))"
+)
 
 
 UNROLLED_SHUFFLES = frozenset({"__shfl_down_sync", "__shfl_xor_sync", "__shfl_down", "__shfl_xor"})
@@ -1896,14 +2013,26 @@ def _bit_counts_of_ballots(ctx: Context) -> None:
         if len(args) != 1:
             continue
         producer = _ballot_in(ctx, args[0])
-        if producer is None:
+        wide = BIT_COUNTS_32[name]
+        if producer is not None:
+            message = (
+                f"`{name}` of a {producer} result counts lanes 0-31 only; wave64 ballots "
+                "are 64 bits"
+            )
+        elif any(
+            re.search(rb"\b%s\s*\(" % wide.encode(), ctx.data[b.start_byte : b.end_byte])
+            for b in _amd_twins(ctx, call.start_byte)
+        ):
+            # `#ifdef __NVCC__ return __ffs(mask); #endif` beside `#ifdef __HIP__ return
+            # __ffsll(mask); #endif`: the project's AMD branch counts 64 lanes, so the mask
+            # counted here is a lane mask, 32 bits wide on NVIDIA only
+            message = (
+                f"`{name}` counts 32 bits of a lane mask; the project's AMD branch beside it "
+                f"uses `{wide}` for wave64"
+            )
+        else:
             continue
-        ctx.report(
-            call.start_byte,
-            call.end_byte,
-            f"`{name}` of a {producer} result counts lanes 0-31 only; wave64 ballots are 64 bits",
-            fix=f"Use `{BIT_COUNTS_32[name]}` on a 64-bit mask.",
-        )
+        ctx.report(call.start_byte, call.end_byte, message, fix=f"Use `{wide}` on a 64-bit mask.")
 
 
 def _ballot_in(ctx: Context, node: Any, depth: int = 0) -> str | None:
