@@ -265,7 +265,9 @@ class PreprocFacts(NamedTuple):
 EMPTY_FACTS = PreprocFacts((), (), ())
 # Found from the platform word (a literal the regex engine can search for quickly), then
 # widened to the whole upper-case name around it.
-PLATFORM_WORDS = (b"HIP", b"CUDA", b"ROCM", b"AMD", b"NVIDIA", b"NVCC")
+# (and `GPU`: microsoft/ark's `ARK_GPU_DEFINE_FUNC_ALIAS(alias, cuda_func, rocm_func)`,
+# defined once per platform; a name with no such definitions selects nothing)
+PLATFORM_WORDS = (b"HIP", b"CUDA", b"ROCM", b"AMD", b"NVIDIA", b"NVCC", b"GPU")
 _UPPER_CALL = rb"[A-Z0-9_]*\s*\("
 PLATFORM_WORD = re.compile(rb"(?:" + b"|".join(PLATFORM_WORDS) + rb")" + _UPPER_CALL)
 # Searched one word at a time: a pattern that begins with a literal is found quickly, an
@@ -875,6 +877,9 @@ PLATFORM_NAME = re.compile(
     r"(?:^|_)(?:HIP|HIPCC|HCC|ROCM|AMD|AMDGPU"
     r"|ROCTRACER|ROCPROFILER|ROCTX|MIOPEN|RCCL|ROCBLAS|ROCSPARSE|ROCSOLVER|ROCFFT|ROCRAND"
     r")(?:_ENABLED)?_?_?$"
+    # the target's architecture, set only when building for that platform (microsoft/ark's
+    # `ARK_TARGET_ROCM_ARCH=gfx942` beside `ARK_TARGET_CUDA_ARCH=800`)
+    r"|^[A-Za-z]\w*_(?:HIP|ROCM|AMD|AMDGPU)_ARCH$"
 )
 
 
@@ -909,6 +914,7 @@ NVIDIA_NAME = re.compile(
     r"(?:^|_)(?:CUDA|CUPTI|CUDNN|CUBLAS|CUBLASLT|CUSPARSE|CUSOLVER|CUFFT|CURAND|CUTLASS"
     r"|NVPROF|NVTX|NVSHMEM|NVML|PTX)(?:_ENABLED)?_?_?$"
     r"|(?:^|_)PLATFORM_(?:NVCC|NVIDIA)_?_?$"
+    r"|^[A-Za-z]\w*_CUDA_ARCH$"  # (as PLATFORM_NAME's `_ROCM_ARCH`; not `__CUDA_ARCH__`)
 )
 
 

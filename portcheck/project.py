@@ -64,7 +64,10 @@ AMD_WORDS = ("HIP", "HCC", "ROCM", "AMD", "gfx", "GFX")
 
 
 # What only NVIDIA's compiler defines: its device pass (`__CUDA_ARCH__`) and nvcc itself.
-NVIDIA_COMPILERS = frozenset({"__CUDA_ARCH__", "__NVCC__"})
+# `__CUDACC__` too, for code hipcc compiles as it is (hipcc 5.2's `-dM -E`, with or without
+# hip_runtime.h, has no __CUDACC__); a hipified copy reads `__HIPCC__` there instead, so it
+# is read that way only in files that test an AMD guard (ProjectFacts._compiled_as_is).
+NVIDIA_COMPILERS = frozenset({"__CUDA_ARCH__", "__NVCC__", "__CUDACC__"})
 
 
 def _never_compiled(branch: Branch) -> bool:
@@ -576,12 +579,16 @@ class ProjectFacts:
         if _never_compiled(branch):
             self._kinds[key] = "other"  # `#if 0`: code no build compiles
             return "other"
-        if not self._may_tell_platforms(branch) or self._include_guard(path, branch):
+        if (
+            not self._may_tell_platforms(branch) and not self._cudacc_decides(path, branch)
+        ) or self._include_guard(path, branch):
             # `#ifdef _WIN32`, `#ifndef HELPER_H`: the same in both (unless its twin follows)
             kind = "nvidia" if self._before_amd_twin(path, branch) else None
             self._kinds[key] = kind
             return kind
         in_amd = self._taken(branch, True)
+        if in_amd is None and self._cudacc_decides(path, branch):
+            in_amd = 0
         in_nv = self._taken(branch, False)
         kind = None
         if in_nv == 0 and in_amd != 0:
@@ -627,6 +634,28 @@ class ProjectFacts:
             return False
         return self._taken(following, False) == 0 and self._taken(following, True) != 0
 
+    def _cudacc_decides(self, path: str, branch: Branch) -> bool:
+        """Is `branch` one no AMD build takes once `__CUDACC__` is read as hipcc has it
+        (undefined), in a file hipcc compiles as it is? SeisSol's `#elif defined(__CUDACC__)
+        || (defined(__HIP_PLATFORM_NVIDIA__) && defined(__HIP__))` before its `#elif
+        defined(__HIP_PLATFORM_AMD__)`, cornerstone's `#ifdef __CUDACC__` PTX lane id. Only
+        to take the branch away from AMD: its `#else` is a plain host compiler's too."""
+        if not any("__CUDACC__" in t for t in branch.tests) or not self._compiled_as_is(path):
+            return False
+        amd = self._envs[True]
+
+        def hipcc(name: str) -> object:
+            return UNDEFINED if name == "__CUDACC__" else amd(name)
+
+        return branch_condition_value(branch, hipcc) == 0
+
+    def _compiled_as_is(self, path: str) -> bool:
+        """Does hipcc compile this file as it is, not a hipified copy? It, or a header it
+        includes, tests an AMD guard."""
+        return self._tests_amd_guard(path) or any(
+            self._tests_amd_guard(p) for p in self.includes_of(path) if p in self.files
+        )
+
     def _nvidia_compiler_branch(self, path: str, branch: Branch) -> bool:
         """`#if defined(__CUDA_ARCH__)` (or `__NVCC__`) in a file hipcc compiles as it is (it,
         or a header it includes, tests an AMD guard): hipcc defines neither, so the AMD
@@ -640,9 +669,7 @@ class ProjectFacts:
         names = names_in(test)
         if not names or not names <= NVIDIA_COMPILERS:
             return False
-        return self._tests_amd_guard(path) or any(
-            self._tests_amd_guard(p) for p in self.includes_of(path) if p in self.files
-        )
+        return self._compiled_as_is(path)
 
     def _tests_amd_guard(self, path: str) -> bool:
         known = self._tests_amd.get(path)

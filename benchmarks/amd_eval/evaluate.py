@@ -549,6 +549,7 @@ AMD_MARK_PATTERNS = {
     "nvidia-only-via-non-hip-macro-not-recognised",
     "nvidia-only-workaround-branch-defined-cuda-arch",
     "nvidia-only-branch-excluding-hip",
+    "amd-alternative-missed-selector-macro",
     "amd-alternative-missed-selector-macro-paren-on-next-line",
     "nvidia-only-branch-cudart-version-undefined-on-hip",
     "nvidia-only-via-if-constexpr",

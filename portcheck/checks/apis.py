@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from collections.abc import Callable
 
 from portcheck.checks import Context, hazard
+from portcheck.checks.warp import _amd_build, _amd_takes
+from portcheck.discover import CPP_SUFFIXES, CUDA_SUFFIXES
 from portcheck.model import Status, Use, Verdicts
-from portcheck.preproc import top_level_arguments
+from portcheck.preproc import branch_condition_value, top_level_arguments
 
 # The FP8 value types (__nv_fp8_e4m3, __nv_fp8x2_e5m2, …); not __nv_fp8_storage_t (raw bits).
 # The OCP FP8 types, the library data types that name them (`CUDA_R_8F_E4M3` in a cuBLASLt
@@ -172,9 +175,14 @@ def _report_per_function(ctx: Context, uses: list[Use], message: str, what: str)
     """One finding per function (and one for the file's uses outside functions), at its
     first use of `uses`, naming the others: where the port is per function, however many
     names it touches."""
-    by_function: dict[str, list[Use]] = {}
+    by_function: dict[tuple[str, int], list[Use]] = {}
     for use in uses:
-        by_function.setdefault(ctx.function_at(use.span.start_byte), []).append(use)
+        function = ctx.function_at(use.span.start_byte)
+        # outside functions, one per conditional branch: `#elif __CUDA_ARCH__ >= 800`
+        # `using Ttc = wmma::precision::tf32;` in each of a header's type selectors is its
+        # own choice, beside its own AMD branch
+        branch = -1 if function else _innermost_branch(ctx, use.span.start_byte)
+        by_function.setdefault((function, branch), []).append(use)
     for found in by_function.values():
         first = found[0]
         names = [f"`{n}`" for n in sorted({u.name for u in found} - {first.name})]
@@ -189,12 +197,53 @@ def _report_per_function(ctx: Context, uses: list[Use], message: str, what: str)
 
 @hazard("tensor-core-wmma")
 def tensor_core_wmma(ctx: Context) -> None:
-    """Per function (the include and `using namespace nvcuda;` are the file's own)."""
+    """Per function (the include and `using namespace nvcuda;` are the file's own). Not
+    the uses through a namespace the file's AMD-only branch makes rocWMMA's (`#if
+    defined(__HIP_PLATFORM_AMD__)` `namespace wmma = rocwmma;` `#else` `using namespace
+    nvcuda;`): that shared code is the project's port, written once for both."""
+    uses = ctx.uses_named(lambda u: u.family == "wmma" or u.name == "mma.h")
+    aliases = _rocwmma_aliases(ctx) if uses else frozenset()
+    if aliases:
+        uses = [u for u in uses if not _through_alias(ctx, u, aliases)]
     _report_per_function(
         ctx,
-        ctx.uses_named(lambda u: u.family == "wmma" or u.name == "mma.h"),
+        uses,
         "`{name}`: NVIDIA tensor-core WMMA; port to rocWMMA and check the shapes",
         "WMMA use(s)",
+    )
+
+
+# `namespace wmma = rocwmma;`: rocWMMA under the name the CUDA code uses for nvcuda::wmma.
+ROCWMMA_ALIAS = re.compile(rb"\bnamespace\s+(\w+)\s*=\s*(?:::)?rocwmma\s*;")
+
+
+def _rocwmma_aliases(ctx: Context) -> frozenset[str]:
+    """The namespace names this file's AMD-only branches bind to rocWMMA."""
+    if b"rocwmma" not in ctx.data:
+        return frozenset()
+    found = set()
+    for match in ROCWMMA_ALIAS.finditer(ctx.masked):
+        if _amd_takes(ctx, match.start()):
+            found.add(match.group(1).decode())
+    return frozenset(found)
+
+
+QUALIFIER = re.compile(rb"(\w+)\s*::\s*$")
+LEADING_NAME = re.compile(rb"(\w+)\s*::")
+
+
+def _through_alias(ctx: Context, use: Use, aliases: frozenset[str]) -> bool:
+    """Is `use` written `alias::name`, outside any branch an AMD build skips?"""
+    start = use.span.start_byte
+    written = LEADING_NAME.match(ctx.masked, start, start + 128)
+    qualifier = QUALIFIER.search(ctx.masked, max(0, start - 64), start)
+    if not (written is not None and written.group(1).decode() in aliases) and not (
+        qualifier is not None and qualifier.group(1).decode() in aliases
+    ):
+        return False  # (the span is `wmma::fill_fragment`, or the name after `wmma::`)
+    return not any(
+        b.start_byte <= start < b.end_byte and branch_condition_value(b, _amd_build) == 0
+        for b in ctx.preproc.branches
     )
 
 
@@ -354,11 +403,60 @@ def cuda_graphs(ctx: Context) -> None:
 
 @hazard("ptx-module-load")
 def ptx_module_load(ctx: Context) -> None:
+    """Also a run-time compilation for an NVIDIA target spelled in the source's strings
+    (`"nvcc --fatbin -gencode arch=compute_80,code=sm_80"`, NVRTC's `"-arch=" + sm`): the
+    image it makes is one no AMD GPU loads (tutel, microsoft/ark and ccglib build theirs
+    so, each with a hipcc or hipRTC command in its AMD branch)."""
     _report_each(
         ctx,
         ctx.uses_named(MODULE_LOADS),
         "`{name}` loads PTX/cubin; AMD GPUs need code objects (hipcc --genco or hipRTC)",
     )
+    if not any(word in ctx.data for word in NVIDIA_TARGET_WORDS):
+        return
+    if os.path.splitext(ctx.path)[1].lower() not in SOURCE_SUFFIXES:
+        return  # a build file's flags are the build-system check's
+    code = COMMENT.sub(
+        lambda m: b" " * len(m.group(0)) if m.group(0)[:1] == b"/" else m.group(0), ctx.data
+    )
+    for literal in STRING_LITERAL.finditer(code):
+        option = NVIDIA_TARGET_OPTION.search(literal.group(0))
+        if option is None or len(PROSE_WORD.findall(literal.group(0))) >= 4:
+            continue  # (a message that names the flags: "please check -gencode=… in …")
+        ctx.report(
+            literal.start(),
+            literal.end(),
+            f"`{option.group(0).decode(errors='replace')}`: a run-time compilation for an "
+            "NVIDIA target; AMD GPUs need a code object for their gfx target",
+            fix="In the AMD build compile with hipRTC (`--gpu-architecture=gfx…`) or hipcc "
+            "(`--genco --offload-arch=gfx…`) and load the code object with hipModuleLoadData.",
+        )
+
+
+SOURCE_SUFFIXES = frozenset(CUDA_SUFFIXES) | frozenset(CPP_SUFFIXES)
+# nvcc's and NVRTC's options that name an NVIDIA target, inside a string literal.
+NVIDIA_TARGET_WORDS = (
+    b"-arch",
+    b"-gencode",
+    b"arch=compute_",
+    b"code=sm_",
+    b"-cubin",
+    b"--fatbin",
+    b'nvcc"',
+    b"nvcc -",
+)
+NVIDIA_TARGET_OPTION = re.compile(
+    rb"-gencode\b|\barch=compute_\w*|\bcode=sm_\w*|(?<![\w-])-arch(?:=(?:sm_\w*|compute_\w*)?|\s+(?:sm|compute)_\w*)"
+    rb"|--gpu-architecture(?:=|\s+)(?:sm|compute)_\w*|(?<![\w-])-cubin\b|--fatbin\b"
+    # nvcc itself, as a program run with options (`"/usr/local/cuda/bin/nvcc"`,
+    # `"nvcc --fatbin …"`), not named in a message (`"nvcc not found"`)
+    rb'|(?<=/)nvcc(?:\.exe)?(?=")|(?<=[/\s"])nvcc(?:\.exe)?(?=\s+-)'
+)
+# A word of prose (not an option, a path part or a format): `please`, `architecture`.
+PROSE_WORD = re.compile(rb"(?<![-/=_.%\w])[A-Za-z]{2,}(?![-/=_.\w])")
+STRING_LITERAL = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
+# Comments, and string literals so that a `//` inside one is not taken for a comment.
+COMMENT = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"', re.DOTALL)
 
 
 @hazard("library-port")

@@ -7,6 +7,7 @@ from typing import Any
 
 from portcheck.checks import Context, hazard
 from portcheck.checks.syntax import call_name, text
+from portcheck.checks.warp import _nvidia_build, lone_neighbours
 from portcheck.preproc import (
     AMD_PASS_GUARDS,
     DEFINED,
@@ -421,6 +422,10 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
             if inner >= 0:
                 continue  # the compute-capability test inside is reported, with the same note
             where = f"`{amd_sibling.directive}` beside it is the AMD one"
+        elif not siblings and (twin := _lone_amd_twin(ctx, branch, amd)) is not None:
+            # `#if defined(__CUDA_ARCH__)` … `#endif` then `#if defined(__HIPCC__)` … `#endif`
+            # (EigenG's warp collectives): two lone blocks, one per compiler
+            where = f"`{twin.directive}` beside it is the AMD one"
         else:
             where = ""
         if where:
@@ -443,6 +448,16 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
             and not DEVICE_ONLY_WORDS.search(ctx.masked, branch.start_byte, branch.end_byte)
         ):
             continue  # `cuda_arch[0] = __CUDA_ARCH__;` `#else` nothing: the same on both
+        if (
+            other is not None
+            and host_word is None
+            and _device_only_function(ctx, branch.start_byte)
+            and DEVICE_ONLY_WORDS.search(ctx.masked, other.start_byte, other.end_byte)
+        ):
+            # in a kernel or a `__device__`-only function the `#else` is no host code: it is
+            # device code too, written for the passes without `__CUDA_ARCH__` (sppark's NTT
+            # loop, whose NVIDIA arm only adds a bound against register spills)
+            continue
         if host_word is not None:
             lost = (
                 f"compiles the `#else` (host) code, with `{host_word}`, which device code "
@@ -461,6 +476,30 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
             "Test `defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)`.",
             unless_taken=True,
         )
+
+
+def _lone_amd_twin(ctx: Context, branch: Branch, amd: Any) -> Branch | None:
+    """The lone conditional right before or after the lone `branch` that only an AMD
+    build takes by its own test (`#if defined(__HIPCC__)`), or None."""
+    for other in lone_neighbours(ctx, branch):
+        test = other.test or ""
+        if evaluate(test, amd) == 0 or evaluate(test, _nvidia_build) != 0:
+            continue
+        if any(is_amd_guard(n) for n in names_in(test)):
+            return other
+    return None
+
+
+def _device_only_function(ctx: Context, offset: int) -> bool:
+    """Is `offset` in a `__global__` function or a `__device__` one without `__host__`
+    (by the specifiers written before its name)?"""
+    fn = ctx.function_info_at(offset)
+    if fn is None:
+        return False
+    if fn.is_kernel:
+        return True
+    head = ctx.masked[fn.start : ctx.masked.find(b"(", fn.start, offset)]
+    return b"__device__" in head and b"__host__" not in head and b"HOST" not in head.upper()
 
 
 def _report_pass_test(

@@ -747,22 +747,37 @@ def _amd_twins(ctx: Context, offset: int) -> list[Any]:
             ]
     if twins:
         return twins
-    branches = ctx.preproc.branches
-    for i, branch in enumerate(branches):
+    for branch in ctx.preproc.branches:
         if not branch.start_byte <= offset < branch.end_byte or not _lone_nvidia(ctx, branch):
             continue
         if not fn.start <= branch.start_byte < branch.end_byte <= fn.end:
             continue
-        for other in (branches[i - 1] if i else None, *branches[i + 1 : i + 2]):
-            if other is None or not fn.start <= other.start_byte < other.end_byte <= fn.end:
-                continue
-            if other.start_byte > branch.start_byte:
-                gap = other.start_line - branch.end_line
-            else:
-                gap = branch.start_line - other.end_line
-            if 0 <= gap <= 3 and _lone(ctx, other) and _amd_takes(ctx, other.start_byte):
-                twins.append(other)
+        twins += [
+            other
+            for other in lone_neighbours(ctx, branch)
+            if fn.start <= other.start_byte < other.end_byte <= fn.end
+            and _amd_takes(ctx, other.start_byte)
+        ]
     return twins
+
+
+def lone_neighbours(ctx: Context, branch: Any) -> list[Any]:
+    """The lone conditionals (one branch, no `#else`) right before and after `branch`,
+    within three lines of it and not around it: `#ifdef __NVCC__ … #endif` then `#ifdef
+    __HIP__ … #endif`, one block per compiler."""
+    branches = ctx.preproc.branches
+    at = branches.index(branch)
+    found = []
+    for other in (branches[at - 1] if at else None, *branches[at + 1 : at + 2]):
+        if other is None or other.prior or other.test is None or not _lone(ctx, other):
+            continue
+        if other.start_byte > branch.start_byte:
+            gap = other.start_line - branch.end_line
+        else:
+            gap = branch.start_line - other.end_line
+        if 0 <= gap <= 3 and not other.start_byte < branch.end_byte < other.end_byte:
+            found.append(other)
+    return found
 
 
 def _lone(ctx: Context, branch: Any) -> bool:
@@ -855,21 +870,72 @@ def _slot_per_hardware_warp(ctx: Context, array: Any) -> bool:
     fn = next((f for f in ctx.functions if f.start <= array.start_byte < f.end), None)
     if name_node is None or fn is None:
         return False
-    name = re.escape(text(name_node).encode())
-    write = re.compile(rb"\b" + name + rb"\s*\[([^\]\[]*)\]\s*(?:[-+*/|&^]?=)(?!=)")
-    writes = [m.group(1).decode() for m in write.finditer(ctx.masked, fn.start, fn.end)]
-    if not writes:
+    written = _slot_writes(ctx, fn, text(name_node))
+    if not written:
+        # `blockReduce(v, shmem, op)`: filled by a function of this file it is handed to
+        # (SeisSol's kernel_reduce), where the parameter's writes tell
+        for callee, parameter in _handed_to(ctx, fn, text(name_node)):
+            more = _slot_writes(ctx, callee, parameter)
+            if not more:
+                return False
+            written += more
+    if not written:
         return False
-    for index in writes:
+    for where, index in written:
         index = " ".join(index.split())
         if WARP_INDEX.match(index):
             continue
-        found = ctx.declarations(fn).get(index)
+        found = ctx.declarations(where).get(index)
         initial = found[-1][1].initial if found else None
         expr = " ".join(text(initial).split()) if initial is not None else index
         if WARP_INDEX.match(expr) is None:
             return False
     return True
+
+
+def _slot_writes(ctx: Context, fn: Any, name: str) -> list[tuple[Any, str]]:
+    """The index expressions `fn` writes the array `name` at (`name[i] = …`)."""
+    pattern = rb"\b" + re.escape(name.encode()) + rb"\s*\[([^\]\[]*)\]\s*(?:[-+*/|&^]?=)(?!=)"
+    write = re.compile(pattern)
+    return [(fn, m.group(1).decode()) for m in write.finditer(ctx.masked, fn.start, fn.end)]
+
+
+def _handed_to(ctx: Context, fn: Any, name: str) -> list[tuple[Any, str]]:
+    """The functions of this file (and the parameter) that `fn` passes `name` to as an
+    argument, by name; none when a callee is not the file's own."""
+    handed: list[tuple[Any, str]] = []
+    for call in ctx.device_nodes("call"):
+        if not fn.start <= call.start_byte < fn.end:
+            continue
+        args = [text(a) for a in call_arguments(call)]
+        if name not in args:
+            continue
+        position = args.index(name)
+        callee_name = call_name(call).split("<", 1)[0].strip()  # `blockReduce<T, Op>(…)`
+        callees = [f for f in ctx.functions if f.name == callee_name and f is not fn]
+        if not callees:
+            return []
+        for callee in callees:
+            parameter = _parameter_at(ctx, callee, position)
+            if parameter is None:
+                return []
+            handed.append((callee, parameter))
+    return handed
+
+
+def _parameter_at(ctx: Context, fn: Any, position: int) -> str | None:
+    """The name of `fn`'s parameter at `position`, from its definition."""
+    node = ctx.root.descendant_for_byte_range(fn.start, fn.start) if ctx.root else None
+    while node is not None and node.type != "function_definition":
+        node = node.parent
+    declarator = node.child_by_field_name("declarator") if node is not None else None
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    parameters = declarator.child_by_field_name("parameters") if declarator is not None else None
+    if parameters is None:
+        return None
+    names = [_parameter_name(p) for p in parameters.named_children]
+    return names[position] if position < len(names) and names[position] else None
 
 
 def _escapes(ctx: Context, offset: int) -> bool:
