@@ -147,6 +147,23 @@ def _meets(data: bytes, errors: Sequence[Node]) -> Callable[[int, int], bool]:
 WHITE_SPACE = frozenset(b" \t\r\n\f\v")
 
 
+def _missing(root: Node) -> list[Node]:
+    """The tokens the parser inserted to recover (MISSING nodes), found through the
+    subtrees that hold an error only."""
+    found: list[Node] = []
+    pending = [root]
+    while pending and len(found) < MAX_MISSING:
+        node = pending.pop()
+        if node.is_missing:
+            found.append(node)
+        elif node.has_error:
+            pending.extend(node.children)
+    return found
+
+
+MAX_MISSING = 64
+
+
 # A declaration's head that starts with names before its decl-specifiers or its type and
 # declarator: `DEVICE_INLINE T f(`, `HOSTDEVICE inline Scalar2 f(`, `friend accelerator_inline
 # GpuComplex operator+(`. Valid C++ has no such run of plain names, so they are macros.
@@ -314,15 +331,19 @@ class FileScanner:
                     amd_defined = self._defined_in(data, spans)
                     view = blanked(data, spans)
         read_as_text: list[tuple[int, int]] = []  # code left out of the parsed view
+        # Tokens the parser made up to recover (a `;` after `int pos(…)` when the body
+        # follows an `#endif`, one header per configuration): no ERROR node, but the body
+        # is an orphan block, not the function; a view is better with fewer of both.
+        missing = _missing(root) if root.has_error else []
         for whole in (False, True):
             # Alternatives written into one statement for two configurations (an `if
             # constexpr (…) {` and an `if (…) {` under `#if __cpp_if_constexpr`): parse the
             # view of one branch of each such conditional; then, if errors remain, of every
             # conditional an error meets. Code in the other branches is still read as text;
             # only its syntax tree is the one branch's.
-            if not result.parse_errors or not result.preproc.branches:
+            if not (result.parse_errors or missing) or not result.preproc.branches:
                 break
-            errors = captures.get("error", ())
+            errors = [*captures.get("error", ()), *missing]
             spans, set_aside = one_arm_spans(
                 view,
                 result.preproc,
@@ -334,9 +355,10 @@ class FileScanner:
                 view_root = parse_cuda(arm_view).root_node
                 view_captures = structure_captures(view_root)
                 view_errors = len(view_captures.get("error", ()))
-                if view_errors < result.parse_errors:
+                view_missing = _missing(view_root) if view_root.has_error else []
+                if view_errors + len(view_missing) < result.parse_errors + len(missing):
                     root, captures, result.parse_errors = view_root, view_captures, view_errors
-                    view = arm_view
+                    view, missing = arm_view, view_missing
                     read_as_text += set_aside  # their definitions too (Extractor._text_use)
         hidden: list[tuple[int, str]] = []  # specifier macros left out of the parsed view
         if result.parse_errors:
@@ -479,10 +501,20 @@ class FileScanner:
         def line(offset: int) -> int:  # 0-based, as tree-sitter's rows (the view's offsets
             return bisect.bisect_right(index.starts, offset) - 1  # are the text's)
 
+        def next_code_line(offset: int) -> int:
+            """The line of the next code after the name's line (`__gpu_inline__` alone on
+            its line, the declaration after a blanked `#if`: the error is there)."""
+            at = masked.find(b"\n", offset)
+            while 0 <= at < len(masked) and masked[at : at + 1].isspace():
+                at += 1
+            return line(at) if 0 <= at < len(masked) else -1
+
         implicated = {
             w
             for s, e, w in found
-            if line(s) in error_lines or any(err.start_byte <= s < err.end_byte for err in errors)
+            if line(s) in error_lines
+            or any(err.start_byte <= s < err.end_byte for err in errors)
+            or (not masked[e : masked.find(b"\n", e)].strip() and next_code_line(e) in error_lines)
         }
         return [(s, e, w.decode()) for s, e, w in found if w in implicated]
 

@@ -1070,6 +1070,17 @@ def _endif_line(data: bytes, last: Branch) -> int:
     return data.rfind(b"\n", last.start_byte, last.end_byte) + 1
 
 
+def _ends_whole(body: bytes) -> bool:
+    """Does a branch's code (comments and strings masked) end where a construct may end
+    (`;`, `}`, a label's `:`), or hold none? Not `int pos(int p, sycl::item& it)` with the
+    body after the `#endif`, one header per configuration (Librett's tensorPos): balanced,
+    but a part of one declaration. Directive lines are not code."""
+    code = b"\n".join(
+        line for line in body.splitlines() if not line.lstrip().startswith(b"#")
+    ).rstrip()
+    return not code or code.endswith((b";", b"}", b":", b"\\"))
+
+
 def one_arm_spans(
     data: bytes,
     facts: PreprocFacts,
@@ -1101,7 +1112,8 @@ def one_arm_spans(
         masked = masked if masked is not None else mask_comments_and_strings(data)
         bodies = [masked[_directive_end(data, b.start_byte) : b.end_byte] for b in branches]
         if not whole_constructs and all(
-            b.count(b"{") == b.count(b"}") and b.count(b"(") == b.count(b")") for b in bodies
+            b.count(b"{") == b.count(b"}") and b.count(b"(") == b.count(b")") and _ends_whole(b)
+            for b in bodies
         ):
             continue  # whole constructs in each branch: not what breaks the parse
         values = [branch_condition_value(b, newest_nvidia) for b in branches]

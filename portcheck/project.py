@@ -71,13 +71,15 @@ NVIDIA_COMPILERS = frozenset({"__CUDA_ARCH__", "__NVCC__", "__CUDACC__"})
 
 
 def _never_compiled(branch: Branch) -> bool:
-    """`#if 0` (a test that names no macro and is false): no build compiles the branch."""
+    """`#if 0` (a test that names no macro and is false), or the `#else`/`#elif` after a
+    test that names no macro and is true (`#if 1` … `#else`, Librett's retired kernels): no
+    build compiles the branch."""
     test = branch.test
-    return (
-        test is not None
-        and not branch.prior
-        and not names_in(test)
-        and evaluate(test, lambda name: None) == 0
+    if test is not None and not branch.prior:
+        return not names_in(test) and evaluate(test, lambda name: None) == 0
+    return any(
+        not names_in(earlier) and evaluate(earlier, lambda name: None) not in (0, None)
+        for earlier in branch.prior
     )
 
 
@@ -1426,8 +1428,9 @@ class ProjectFacts:
         for other in definitions:
             if other.name != definition.name or other.offset == definition.offset:
                 continue
-            hardware = slug == "warp-size-assumption" and HARDWARE_WIDTH.fullmatch(
-                _text_of(other).strip()
+            hardware = slug == "warp-size-assumption" and (
+                HARDWARE_WIDTH.fullmatch(_text_of(other).strip())
+                or _widened(_text_of(definition), _text_of(other))
             )
             if not hardware and _own_value(other) != wide:
                 continue
@@ -1542,6 +1545,9 @@ class ProjectFacts:
                 )
             kernels = tuple(sorted({k for u in uses for k in u.kernels}))
             length = len(definition.name.encode())
+            written = " ".join(_text_of(definition).split())
+            # `MAX_NUMWARP = (1024/32)`: the expression the width is in, not only its value
+            shown = f"`{written}`" if "32" in written and written.strip("()") != "32" else value
             # Shared by both builds but read only by NVIDIA-only code that has an AMD path
             # (mmcv's FULL_MASK, passed only to the __shfl_down_sync of `#else` branches
             # whose `#ifdef MMCV_WITH_HIP` twins shuffle without a mask): nothing to change.
@@ -1569,7 +1575,7 @@ class ProjectFacts:
                         offset,
                         offset + length,
                     ),
-                    message=f"`{definition.name}` = {value} fixes {what} at 32 lanes; CDNA "
+                    message=f"`{definition.name}` = {shown} fixes {what} at 32 lanes; CDNA "
                     f"wavefronts are 64 wide{used}",
                     targets=spec.cuda_targets,
                     help_url=spec.help_url,
@@ -1606,6 +1612,15 @@ def _own_value(definition: Definition) -> object:
 TWIN_WIDTH_NAME = re.compile(r"(?i)warp|wave|lane|width|simd|sub_?group")
 # An AMD definition that is the hardware's width whatever its name (`#define _WS warpSize`).
 HARDWARE_WIDTH = re.compile(r"\(?\s*(?:warpSize|\w*WAVEFRONT_SIZE(?:__)?)\s*\)?")
+
+
+def _widened(nvidia: str, amd: str) -> bool:
+    """Is the AMD text the NVIDIA one with its 32 written 64 in an expression (`(1024/32)`
+    against `(1024/64)`, Librett's MAX_NUMWARP): the port's own edit of a warp width."""
+    spaced = "".join(nvidia.split())
+    if spaced.strip("()") == "32":
+        return False  # a bare 32 against 64 (a block size tuned per platform): the name decides
+    return "32" in spaced and re.sub(r"\b32\b", "64", spaced) == "".join(amd.split())
 
 
 def parameters_and_body(definition: Definition) -> tuple[list[str], str] | None:
