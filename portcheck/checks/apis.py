@@ -11,7 +11,12 @@ from portcheck.checks import Context, hazard
 from portcheck.checks.warp import _amd_build, _amd_takes
 from portcheck.discover import CPP_SUFFIXES, CUDA_SUFFIXES
 from portcheck.model import Status, Use, Verdicts
-from portcheck.preproc import branch_condition_value, top_level_arguments
+from portcheck.preproc import (
+    HIP_RELEASE_MACROS,
+    branch_condition_value,
+    names_in,
+    top_level_arguments,
+)
 
 # The FP8 value types (__nv_fp8_e4m3, __nv_fp8x2_e5m2, …); not __nv_fp8_storage_t (raw bits).
 # The OCP FP8 types, the library data types that name them (`CUDA_R_8F_E4M3` in a cuBLASLt
@@ -395,9 +400,21 @@ def cuda_graphs(ctx: Context) -> None:
 
     _report_per_function(
         ctx,
-        ctx.uses_named(is_graph_call),
+        [u for u in ctx.uses_named(is_graph_call) if not _gated_for_hip(ctx, u.span.start_byte)],
         "`{name}`: CUDA graph API, only partly available on AMD",
         "graph call(s)",
+    )
+
+
+def _gated_for_hip(ctx: Context, offset: int) -> bool:
+    """Is `offset` in a branch whose test names HIP's release (`CUDART_VERSION >= 11030 ||
+    HIP_VERSION >= 50221310`, superbenchmark's graph capture)? The project has enabled the
+    code for the AMD releases it names: that port is made."""
+    return any(
+        b.start_byte <= offset < b.end_byte
+        and b.test is not None
+        and any(n in HIP_RELEASE_MACROS for n in names_in(b.test))
+        for b in ctx.preproc.branches
     )
 
 
