@@ -17,7 +17,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import NamedTuple
 
@@ -30,7 +30,7 @@ from portcheck.checks import (
     merged_ranges,
     nesting,
 )
-from portcheck.model import ApiRule
+from portcheck.model import ApiRule, Status
 from portcheck.parse.treesitter import NodePath, structure_query, token_locator
 from portcheck.preproc import line_start_matches, mask_comments_and_strings, without_anchor
 from portcheck.ruleset import RuleSet
@@ -256,6 +256,13 @@ class Extraction:
     variables: set[str]  # names it declares as variables or parameters
     kernels: list[tuple[str, int, int]]  # (name, start, end) of each __global__ function
     functions: list[FunctionInfo]
+    # CUDA functions HIP lacks that the file defines for a plain scalar (DRTK's
+    # `math::saturate(float)`): in a HIP build its calls find the project's function
+    replaced: set[str] = field(default_factory=set)
+
+
+# The arithmetic types a CUDA math function takes (its float, double and integer overloads).
+SCALAR_TYPES = frozenset({"float", "double", "int", "unsigned", "long", "short", "char"})
 
 
 # `Type name(` / `Type name;` / `Type name =` in a macro body: `name` is declared there.
@@ -513,6 +520,44 @@ class Extractor:
         )
         self._scan_structure(captures, lambda *use: add(Found(*use)), may_be_device, found.kernels)
         found.functions = self._functions(captures, aliases, sites)
+        if found.api_definitions:
+            found.replaced = self._replaced(captures, {n for n, _ in found.api_definitions})
+        return found
+
+    def _replaced(self, captures: dict[str, list[Node]], names: set[str]) -> set[str]:
+        """The names of `names` HIP has no function for (unsupported) that a definition here
+        takes a plain scalar first (`float saturate(float x)`), not calling itself: the
+        project's own function, what a HIP build's calls of that name find. Not an overload
+        for the project's types (`__shfl_up_sync(warp_mask_t, at::Half, …)`), beside which
+        CUDA's own is still called."""
+        found: set[str] = set()
+        for fn in captures.get("function", ()):
+            declarator = fn.child_by_field_name("declarator")
+            while declarator is not None and declarator.type != "function_declarator":
+                declarator = declarator.child_by_field_name("declarator")
+            name_node = declarator.child_by_field_name("declarator") if declarator else None
+            if name_node is None or declarator is None:
+                continue
+            name = strip_template_args((name_node.text or b"").decode()).split("::")[-1]
+            rule = self.rules.lookup(name) if name in names else None
+            if rule is None or rule.kind != "function" or rule.status.hip is not Status.UNSUPPORTED:
+                continue
+            parameters = declarator.child_by_field_name("parameters")
+            first = (
+                parameters.named_children[0] if parameters and parameters.named_children else None
+            )
+            kind = first.child_by_field_name("type") if first is not None else None
+            if kind is None or (kind.text or b"").decode() not in SCALAR_TYPES:
+                continue
+            named = first.child_by_field_name("declarator") if first is not None else None
+            if named is not None and named.type != "identifier":
+                continue  # `float* p`, `float& x`: not the scalar CUDA's takes
+            body = fn.child_by_field_name("body")
+            if body is not None and re.search(
+                rb"\b%s\s*\(" % re.escape(name.encode()), body.text or b""
+            ):
+                continue  # a wrapper of the name it defines
+            found.add(name)
         return found
 
     @staticmethod

@@ -119,6 +119,8 @@ class FileScan:
     # Names of constants read only as a split the warp checks found lane-blind here
     # (`threadIdx.x / C10_WARP_SIZE` in shared-memory arithmetic)
     lane_blind_names: set[str] = field(default_factory=set)
+    # CUDA functions HIP lacks that the file defines for a plain scalar (Extraction.replaced)
+    replaced_apis: set[str] = field(default_factory=set)
     # Device code in it waits on memory in a loop (a flag another GPU or the host sets):
     # see checks.apis.device_polls.
     polls: bool = False
@@ -439,6 +441,7 @@ class FileScanner:
         )
         result.definitions = found.definitions
         result.api_definitions = tuple(found.api_definitions + amd_defined)
+        result.replaced_apis = found.replaced
         result.kernels = [Kernel(name, path, index.span(s, e)) for name, s, e in found.kernels]
         result.functions = found.functions
         if clang is not None:

@@ -731,6 +731,10 @@ def _own_library_functions(
     named = {name for scan in scans for name, _ in scan.api_definitions}
     if not named:
         return frozenset(), frozenset()
+    # A function HIP lacks that the project defines for CUDA's own scalar type (DRTK's
+    # `math::saturate(float)`) is what every call of the name finds in a HIP build, in a
+    # namespace or not, and whatever its family
+    replaced = {name for scan in scans for name in scan.replaced_apis}
     definitions: dict[str, list[bool]] = {}  # name -> per definition: may it be own?
     scoped: set[tuple[str, str]] = set()
     for scan in scans:
@@ -738,7 +742,7 @@ def _own_library_functions(
             if fn.name not in named or fn.is_kernel:
                 continue
             own = fn.name not in fn.calls and facts.placement(scan.path, fn.start) is None
-            if fn.scoped:
+            if fn.scoped and not (own and fn.name in replaced):
                 if own:
                     scoped.add((scan.path, fn.name))
                 continue
@@ -751,7 +755,7 @@ def _own_library_functions(
         return (
             use.rule is not None
             and use.kind == "function"
-            and use.rule.family not in OVERLOADED_FAMILIES
+            and (use.rule.family not in OVERLOADED_FAMILIES or use.name in replaced)
         )
 
     names = frozenset(

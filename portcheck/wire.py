@@ -732,6 +732,7 @@ _FILE_FIELDS: list[tuple[str, Field]] = [
     ("cells", CELL_START.tuple),
     ("lane_blind_names", STR_SET),
     ("polls", BOOL),
+    ("replaced_apis", STR_SET),
 ]
 
 
