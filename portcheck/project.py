@@ -479,8 +479,17 @@ class ProjectFacts:
         return value
 
     def _reached(self, path: str, offset: int, amd: bool) -> list[int | None]:
-        """Per branch around `offset` (outermost first), is it taken in that build?"""
-        return [self._taken(b, amd) for b in self.files[path].enclosing(offset)]
+        """Per branch around `offset` (outermost first), is it taken in that build? For an
+        AMD build, a branch that needs `__CUDACC__` in a file hipcc compiles as it is is
+        not (OIDN's `#if defined(__CUDACC__)` `#define OIDN_COMPILE_CUDA`)."""
+        reached = [self._taken(b, amd) for b in self.files[path].enclosing(offset)]
+        if amd and None in reached:
+            enclosing = self.files[path].enclosing(offset)
+            reached = [
+                0 if value is None and self._cudacc_decides(path, b) else value
+                for value, b in zip(reached, enclosing, strict=True)
+            ]
+        return reached
 
     def _guards_itself(self, path: str, definition: MacroDef) -> bool:
         """Is this `#define DEVICE_HPP_` the include guard of the `#ifndef DEVICE_HPP_` it
