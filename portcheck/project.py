@@ -63,6 +63,10 @@ LOGICAL_MARK = "~"  # lane_callees entry: blind, or working in logical groups of
 AMD_WORDS = ("HIP", "HCC", "ROCM", "AMD", "gfx", "GFX")
 
 
+# CUDA as one word of a switch's name (`CUDA_MPIV`, `USE_CUDA_GRAPHS`), its neighbours kept.
+CUDA_WORD = re.compile(r"(^|_)CUDA(_|$)")
+
+
 # What only NVIDIA's compiler defines: its device pass (`__CUDA_ARCH__`) and nvcc itself.
 # `__CUDACC__` too, for code hipcc compiles as it is (hipcc 5.2's `-dM -E`, with or without
 # hip_runtime.h, has no __CUDACC__); a hipified copy reads `__HIPCC__` there instead, so it
@@ -303,6 +307,7 @@ class ProjectFacts:
         # such a directive (the arch check's device-pass test) asks whether the code an AMD
         # device pass gets instead is right, so it is not credited to that code.
         self.compiler_branches: set[tuple[str, int]] = set()
+        self._twins: frozenset[str] | None = None
         self.device_macros = self._device_macros()
         # name -> its definitions: (path, expression, the definition)
         self._constants: dict[str, list[tuple[str, str, Definition]]] = {}
@@ -395,6 +400,8 @@ class ProjectFacts:
         if not definitions:
             if amd and name in self._cuda_switches_on_amd():
                 return 1  # the project tests for its AMD build inside this switch
+            if amd and name in self._cuda_twins():
+                return UNDEFINED  # `CUDA_MPIV` where the project tests `HIP_MPIV` too
             return unless_defined(name, amd)
         env = self._envs[amd]
         certain: list[object] = []
@@ -417,6 +424,29 @@ class ProjectFacts:
             distinct = set(map(id, certain)) if DEFINED in certain else set(certain)
             return certain[0] if len(distinct) == 1 else DEFINED
         return None if possible else UNDEFINED
+
+    def _cuda_twins(self) -> frozenset[str]:
+        """Switches the project tests, named with CUDA as one word (`CUDA_MPIV`, QUICK's MPI
+        build for NVIDIA), whose twin with HIP or ROCM for it (`HIP_MPIV`) it tests too and
+        defines neither: one build switch per platform, the CUDA one off for AMD."""
+        if self._twins is None:
+            tested = {
+                n
+                for ff in self.files.values()
+                for b in ff.facts.branches
+                for t in b.tests
+                for n in names_in(t)
+            }
+            self._twins = frozenset(
+                n
+                for n in tested
+                if CUDA_WORD.search(n)
+                and n not in self._macro_defs
+                and any(
+                    CUDA_WORD.sub(rf"\g<1>{word}\g<2>", n) in tested for word in ("HIP", "ROCM")
+                )
+            )
+        return self._twins
 
     def _cuda_switches_on_amd(self) -> frozenset[str]:
         """Switches named like an NVIDIA build's (`MMCV_WITH_CUDA`) that the project's AMD
