@@ -512,9 +512,9 @@ class ProjectFacts:
         """Per branch around `offset` (outermost first), is it taken in that build? For an
         AMD build, a branch that needs `__CUDACC__` in a file hipcc compiles as it is is
         not (OIDN's `#if defined(__CUDACC__)` `#define OIDN_COMPILE_CUDA`)."""
-        reached = [self._taken(b, amd) for b in self.files[path].enclosing(offset)]
+        enclosing = self.files[path].enclosing(offset)
+        reached = [self._taken(b, amd) for b in enclosing]
         if amd and None in reached:
-            enclosing = self.files[path].enclosing(offset)
             reached = [
                 0 if value is None and self._cudacc_decides(path, b) else value
                 for value, b in zip(reached, enclosing, strict=True)
