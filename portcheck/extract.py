@@ -1041,8 +1041,13 @@ class Extractor:
         enumerator of the project's own) rather than used?"""
         # Macro names are recognised lexically (MACRO_DEFINITION): after an ERROR the
         # grammar sometimes takes a token of the macro body for the macro's name.
-        if ptype == "enumerator":
+        if ptype in ("enumerator", "namespace_definition"):  # `namespace cuBQL {`
             return parent.child_by_field_name("name") == node
+        if ptype == "nested_namespace_specifier":  # `namespace cuBQL::detail {`
+            outer = parent.parent
+            while outer is not None and outer.type == "nested_namespace_specifier":
+                outer = outer.parent
+            return outer is not None and outer.type == "namespace_definition"
         if ptype == "reference_declarator":  # `cudaExternalMemory_t &cudaMem`: no field name
             return parent.named_child_count == 1 and parent.named_children[0] == node
         if ptype in DECLARATOR_PARENTS:  # `cudaArray_t a, cudaTemp;` has several declarators

@@ -604,6 +604,43 @@ def test_an_unknown_name_wrapping_a_cuda_call_is_the_projects_check(tmp_path):
     assert "cudaErrorCheck" in {u.name for u in report.uses if u.rule is None}
 
 
+def test_a_member_named_like_an_api_that_the_code_assigns_is_the_projects(tmp_path):
+    """A communicator wrapper whose class (in a header outside the scanned folder) keeps
+    `void *ncclIdPtr` and `ncclCommPtr`: names the method assigns to or reaches through are
+    variables, not NCCL APIs to look up. An unknown name that is only called still is one."""
+    report = scan_source(
+        tmp_path,
+        "ccl_wrapper.cc",
+        "#include <nccl.h>\n#include \"ccl_wrapper.h\"\n\n"
+        "void CCLWrapper::init(int rank, int ranks) {\n"
+        "  ncclIdPtr   = (void *)(new ncclUniqueId);\n"
+        "  ncclCommPtr = (void *)(new ncclComm_t);\n"
+        "  if (rank == 0) ncclGetUniqueId((ncclUniqueId *)ncclIdPtr);\n"
+        "  ncclCommInitRank((ncclComm_t *)ncclCommPtr, ranks,\n"
+        "                   *((ncclUniqueId *)ncclIdPtr), rank);\n"
+        "  ncclStats->inits += 1;\n"
+        "  ncclCommWarmUp(*((ncclComm_t *)ncclCommPtr));\n}\n",
+    )
+    assert [m.split("`")[1] for m in unknown_names(report)] == ["ncclCommWarmUp"]
+
+
+def test_a_namespace_the_project_opens_is_its_own_name(tmp_path):
+    """A BVH library named `cuBQL` that opens `namespace cuBQL {` (and `cuBQL::detail`)
+    in its headers: the namespace is the project's, not a CUDA API to look up, wherever
+    it is written. An unknown CUDA-shaped call inside it still is a question."""
+    report = scan_source(
+        tmp_path,
+        "common.h",
+        "#pragma once\n#include <cuda_runtime_api.h>\n\n"
+        "namespace cuBQL {\n  template <typename T> struct box_t { T lower, upper; };\n}\n\n"
+        "namespace cuBQL::detail {\n"
+        "  inline void raise(const char *msg) { cudaDeviceSynchronize(); }\n"
+        "  inline void reserve(size_t n) { cudaMallocFromPoolAsyncLite(n); }\n}\n\n"
+        "#define CUBQL_RAISE(MSG) ::cuBQL::detail::raise(MSG);\n",
+    )
+    assert [m.split("`")[1] for m in unknown_names(report)] == ["cudaMallocFromPoolAsyncLite"]
+
+
 def test_a_test_named_after_an_api_is_not_a_use_of_it(tmp_path):
     """GoogleTest and Google Benchmark name tests after the API they exercise
     (`TEST_F(Allocators, cudaMallocManaged)`, Umpire's `BENCHMARK_DEFINE_F(CudaMallocManaged,

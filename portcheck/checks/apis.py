@@ -710,8 +710,13 @@ def unknown_api(ctx: Context) -> None:
     definitions (portcheck.scan); here only the file's own scoping has been applied."""
     counts: Counter[str] = Counter()
     first: dict[str, Use] = {}
-    for use in ctx.uses:
-        if use.rule is not None:
+    unknown = [use for use in ctx.uses if use.rule is None]
+    objects = {use.name for use in unknown if _used_as_object(ctx.data, use.span.end_byte)}
+    for use in unknown:
+        if use.name in objects:
+            # `ncclIdPtr = (void *)(new ncclUniqueId);`, `cuCtx->flags`: a name assigned to,
+            # stepped or reached through is a variable (a class member declared in a header
+            # outside the scanned folder); NVIDIA's APIs are functions, types and constants.
             continue
         if MACRO_SHAPED.fullmatch(use.name):
             # `NCCL_ALLREDUCE`, `CUSPARSE_NEWAPI_VERSION`, `CUDA_KERNEL_ASSERT`: the rule set
@@ -820,6 +825,15 @@ def _macro_arguments(data: bytes, offset: int) -> list[str] | None:
 
 
 _DEFINITION_TEST = re.compile(rb"(?:^[ \t]*#[ \t]*(?:ifdef|ifndef)|\bdefined[ \t]*\(?)[ \t]*$")
+
+
+# After a name: `=` (not `==`), a compound assignment, `++`/`--`, or a member access.
+_OBJECT_USE = re.compile(rb"[ \t]*(?:=(?!=)|(?:[-+*/%&|^]|<<|>>)=|\+\+|--|->|\.[ \t]*[A-Za-z_])")
+
+
+def _used_as_object(data: bytes, end: int) -> bool:
+    """Is the name ending at `end` written to or reached through as an object?"""
+    return _OBJECT_USE.match(data, end) is not None
 
 
 def _only_tested_for_definition(data: bytes, offset: int) -> bool:
