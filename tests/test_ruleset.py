@@ -276,3 +276,44 @@ def test_a_bad_sources_file_is_rejected_with_the_key(tmp_path):
     with pytest.raises(RuleError) as err:
         load_rules(tmp_path, use_cache=False)
     assert "sources.yaml: key 'rocm.newest': invalid ROCm version 'seven'" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        HEADER + GOOD_ENTRY,
+        "a: yes\nb: 1.5\nc: 2020-01-01\nd: ~\ne: '1'\nf: null\ng: 0x1F\nh: [1, '2', three]\n",
+        "base: &b {x: 1}\nuse: *b\n",  # anchors and aliases: PyYAML's loader
+        "<<: {a: 1}\nb: 2\n",  # a merge key
+        "- !!str 3\n- !!int '4'\n",  # explicit tags
+        "{}\n",
+        "",
+    ],
+)
+def test_rule_files_read_as_pyyamls_safe_loader_reads_them(text):
+    """The rule files are read from libyaml's events (a machine's first run reads 11 MB of
+    YAML): every value comes out as PyYAML's safe loader gives it."""
+    import yaml
+
+    from portcheck.ruleset import load_yaml
+
+    assert load_yaml(text, cache=False) == yaml.load(text, Loader=yaml.SafeLoader)
+
+
+def test_a_shipped_rule_file_reads_as_pyyamls_safe_loader_reads_it():
+    import yaml
+
+    from portcheck.resources import data_dir
+    from portcheck.ruleset import load_yaml
+
+    text = data_dir("rules").joinpath("nvtx.yaml").read_text("utf-8")
+    assert load_yaml(text, cache=False) == yaml.load(text, Loader=yaml.SafeLoader)
+
+
+def test_broken_yaml_is_one_error_line():
+    from portcheck.ruleset import YamlSyntaxError, load_yaml
+
+    with pytest.raises(YamlSyntaxError):
+        load_yaml("a: [1, 2\nb: 3\n", cache=False)
+    with pytest.raises(YamlSyntaxError):
+        load_yaml("---\na: 1\n---\nb: 2\n", cache=False)
