@@ -176,6 +176,32 @@ PTX = re.compile(
     rb"\b[a-z][a-z0-9]*(?:\.[a-z0-9_]+)+\b|%%?(?:laneid|warpid|smid|clock64|clock|"
     rb"globaltimer|tid|ntid|ctaid|nctaid|lanemask_\w+)\b|\.reg\b"
 )
+# An asm statement's head and its template's string literals; an operand's constraint.
+ASM_TEMPLATE = re.compile(
+    rb'\A(?:asm|__asm__|__asm)\b[\s\w]*\(\s*((?:"(?:\\.|[^"\\])*"\s*)+)(?=[:)])'
+)
+ASM_CONSTRAINT = re.compile(rb'"[=+&%]*([A-Za-z]+)"\s*\(')
+NVPTX_ONLY_CONSTRAINTS = frozenset(b"lhfd")  # 64-, 16-bit, f32 and f64 registers
+
+
+def nvptx_barrier_constraints(asm: bytes) -> list[str] | None:
+    """For an asm statement with an empty template (`asm volatile("" : "+l"(x))`, a
+    compiler barrier), the operand constraints only NVPTX has, which hipcc rejects
+    ("invalid output constraint '+l'"); AMDGPU's are `v`, `s`, `r`, `a`. None when the
+    template is not empty (or not spelled out)."""
+    match = ASM_TEMPLATE.match(asm)
+    if match is None or re.sub(rb'"|\s', b"", match.group(1)):
+        return None
+    return sorted(
+        {
+            chr(letter)
+            for m in ASM_CONSTRAINT.finditer(asm, match.end())
+            for letter in m.group(1)
+            if letter in NVPTX_ONLY_CONSTRAINTS
+        }
+    )
+
+
 # A name in a declaration's specifiers that looks like a macro (`DINLINE`, `CUTLASS_DEVICE`,
 # `HOST_DEVICE`): the function is device code if the project defines it so.
 MACRO_LIKE = re.compile(r"[A-Z_][A-Z0-9_]{2,}")  # not `T`, `N`: template parameters
@@ -1106,6 +1132,8 @@ class Extractor:
     @staticmethod
     def _is_ptx(asm: bytes) -> bool:
         """Is this asm statement's template PTX (not AMD GPU assembly)?"""
+        if nvptx_barrier_constraints(asm) is not None:
+            return False  # a compiler barrier: no PTX (its constraints: checks.device)
         templates = b" ".join(re.findall(rb'"((?:\\.|[^"\\])*)"', asm))
         if not templates.strip():
             return True  # built from macros: cannot tell, keep it

@@ -336,3 +336,15 @@ def test_library_calls_and_methods_resolve_like_the_compiler_would(tmp_path):
     report = portcheck.scan(tmp_path)
     (ptx,) = [f for f in report.findings if f.slug == "inline-ptx"]
     assert ptx.function == "sync" and ptx.kernels == ("exchange",)
+
+
+def test_a_barrier_with_an_nvptx_constraint_says_which_constraint_to_change():
+    """An empty asm statement is a compiler barrier, not PTX: the finding names the NVPTX
+    register constraint hipcc rejects, and the work is a review (change the letter), not
+    a rewrite of assembly."""
+    report = portcheck.scan(HAZARD_FIXTURES / "value_barriers.cu")
+    barriers = {f.span.line: f for f in report.findings if "compiler barrier" in f.message}
+    assert sorted(barriers) == [9, 16]
+    assert "`l`" in barriers[9].message and "`f`" in barriers[16].message
+    assert all(str(f.targets.hip) == "partial" for f in barriers.values())
+    assert [u.name for u in report.uses if u.name == "asm"] == ["asm"]  # only the add.cc PTX

@@ -8,6 +8,8 @@ from typing import Any
 from portcheck.checks import Context, hazard
 from portcheck.checks.syntax import call_name, text
 from portcheck.checks.warp import _nvidia_build, lone_neighbours
+from portcheck.extract import nvptx_barrier_constraints
+from portcheck.model import Status, Verdicts
 from portcheck.preproc import (
     AMD_PASS_GUARDS,
     DEFINED,
@@ -64,6 +66,7 @@ def inline_ptx(ctx: Context) -> None:
             use.span.end_byte,
             "inline PTX assembly in device code cannot be compiled for AMD GPUs",
         )
+    _barrier_constraints(ctx)
     if ctx.root is None or not ctx.preproc.branches:
         return
     # `ldmatrix_m8n8x4(offset, frag)` in the NVIDIA branch beside the project's AMD one,
@@ -86,6 +89,34 @@ def inline_ptx(ctx: Context) -> None:
             fix="Nothing to change while the AMD branch is kept in step with this one.",
             amd_alternative=True,
             ptx_callee=name,
+        )
+
+
+BARRIER_ASM = re.compile(rb'\b(?:asm|__asm__|__asm)\b[\s\w]*\(\s*""')
+
+
+def _barrier_constraints(ctx: Context) -> None:
+    """`asm volatile("" : "+l"(need))`, a value barrier in device code (not PTX, so no
+    `asm` use): an operand constraint only NVPTX has is a compile error for AMD."""
+    if b'""' not in ctx.data:
+        return
+    for match in BARRIER_ASM.finditer(ctx.data):
+        start = match.start()
+        if not ctx.in_device(start) or _host_pass_only(ctx, start):
+            continue
+        end = ctx.data.find(b";", start)
+        letters = nvptx_barrier_constraints(ctx.data[start : end if end >= 0 else len(ctx.data)])
+        if not letters:
+            continue
+        shown = ", ".join(f"`{c}`" for c in letters)
+        ctx.report(
+            start,
+            start + len(match.group(0).split(b"(")[0].rstrip()),
+            f"an empty asm statement (a compiler barrier) binds an operand with NVPTX's "
+            f"register constraint {shown}, which hipcc rejects (invalid constraint)",
+            fix="Keep the barrier and bind the operand with `v` (a vector register) or `r`.",
+            # a constraint to change, not PTX to rewrite: reviewed, not rewritten
+            targets=Verdicts(Status.PARTIAL, Status.SUPPORTED, Status.SUPPORTED),
         )
 
 
