@@ -2031,15 +2031,16 @@ def _macro_body_masks(ctx: Context) -> None:
 MACRO_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
-def _mask_through_macro(ctx: Context, call: Any, name: str) -> None:
+def _mask_through_macro(ctx: Context, call: Any, name: str, literal_only: bool = False) -> None:
     """`SHFL_XOR_SYNC(0xffffffff, v, 16)`: a 32-bit full mask handed to a project macro.
     Reported when the project's macro passes that argument to a *_sync intrinsic as its
-    mask (known only with every file's macros: a pending question)."""
+    mask (known only with every file's macros: a pending question). `literal_only`: not
+    for a named mask (a call that may be a function's)."""
     for position, arg in enumerate(call_arguments(call)):
         message, fix = _wrapped_mask_message(arg, name), FULL_MASK_FIX
         if FULL_MASK_32.match("".join(text(arg).split())):
             ctx.report(arg.start_byte, arg.end_byte, message, fix=fix, wrapper=(name, position))
-        elif arg.type == "identifier":
+        elif arg.type == "identifier" and not literal_only:
             # `SM_SHFL_XOR(SM_FULL_MASK, v, o)`: a named mask, whose value the project
             # knows; a use of that definition (folded into it, as other uses are)
             value = ctx.value(arg)
@@ -2128,21 +2129,21 @@ def _ballot_in(ctx: Context, node: Any, depth: int = 0) -> str | None:
     return producer if _ballot_producer(producer) else None
 
 
-def _mask_through_function(ctx: Context, call: Any, name: str) -> None:
+def _mask_through_function(ctx: Context, call: Any, name: str) -> bool:
     """`GpuShuffleSync(0xffffffff, v, 0)`: a 32-bit full mask handed to a function of this
     file that passes that parameter to a *_sync intrinsic as its mask. Marked
     `amd_alternative` when that intrinsic sits in the NVIDIA branch beside the function's
-    own AMD path (which drops the mask)."""
+    own AMD path (which drops the mask). Whether `name` is such a function."""
     wrappers = ctx.memo.get("mask-functions")
     if wrappers is None:
         wrappers = ctx.memo["mask-functions"] = _mask_functions(ctx)
     found = wrappers.get(name)
     if found is None:
-        return
+        return False
     position, ported = found
     args = call_arguments(call)
     if position >= len(args) or not FULL_MASK_32.match("".join(text(args[position]).split())):
-        return
+        return True
     arg = args[position]
     ctx.report(
         arg.start_byte,
@@ -2152,6 +2153,7 @@ def _mask_through_function(ctx: Context, call: Any, name: str) -> None:
         fix=FULL_MASK_FIX,
         amd_alternative=ported,
     )
+    return True
 
 
 FULL_MASK_FIX = "Pass `__activemask()` or a 64-bit all-ones mask (`~0ull`)."
@@ -2336,8 +2338,10 @@ def lane_mask_width(ctx: Context) -> None:
         if name not in SYNC_INTRINSICS:
             if name is not None and MACRO_NAME.fullmatch(name):
                 _mask_through_macro(ctx, call, name)
-            elif name:
-                _mask_through_function(ctx, call, name)
+            elif name and not _mask_through_function(ctx, call, name):
+                # `gpuKernelAny(0xFFFFFFFF, x)`: a macro named like a function (asked of
+                # the project's macros, as an upper-case one is; a full mask written out)
+                _mask_through_macro(ctx, call, name, literal_only=True)
             continue
         args = call_arguments(call)
         if not args:
