@@ -235,7 +235,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-49"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-51"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -559,6 +559,11 @@ def _assemble(
                 [
                     *facts.amd_paths(),
                     *(AmdPath(p, 1, n, SHIM_GUARD) for p, n in shim_files.items()),
+                    *(
+                        AmdPath(s.path, 1, s.lines, INCLUDED_GUARD)
+                        for s in scans
+                        if s.path not in shim_files and facts.included_only_in(s.path) == "amd"
+                    ),
                 ],
                 key=lambda a: (a.path, a.start_line),
             )
@@ -771,6 +776,7 @@ def _own_library_functions(
 
 
 TWIN_WORD = re.compile(r"cuda", re.IGNORECASE)
+TWIN_SEPARATORS = (".", "_", "-")
 INCLUDED_NAME = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.MULTILINE)
 
 
@@ -778,7 +784,8 @@ def _files_with_hip_twins(root: Path, scans: Sequence[FileScan]) -> list[str]:
     """Source files of a CUDA backend whose AMD backend is a file of its own: the same path
     with `cuda` read as `hip` or `rocm` (any case, any source extension: RAJA's
     `policy/cuda/` beside `policy/hip/`, Kokkos' `Kokkos_Cuda_Team.hpp` beside
-    `Kokkos_HIP_Team.hpp`). Not when the twin includes the CUDA file (a `.hip` that only
+    `Kokkos_HIP_Team.hpp`), or with `.hip`/`_hip` added to its name (`kernels.cu` beside
+    `kernels.hip.cu`). Not when the twin includes the CUDA file (a `.hip` that only
     includes the `.cu` compiles the CUDA code for AMD)."""
     sources = {
         PurePosixPath(s.path).with_suffix("").as_posix().lower(): s.path
@@ -787,10 +794,12 @@ def _files_with_hip_twins(root: Path, scans: Sequence[FileScan]) -> list[str]:
     }
     found: list[str] = []
     for stem, path in sources.items():
-        if "cuda" not in stem:
-            continue
         for word in ("hip", "rocm"):
-            twin = sources.get(TWIN_WORD.sub(word, stem))
+            # `attention.cu` beside `attention.hip.cu` or `attention_hip.cu`, built instead
+            twins = [stem + separator + word for separator in TWIN_SEPARATORS]
+            if "cuda" in stem:
+                twins.append(TWIN_WORD.sub(word, stem))
+            twin = next((sources[t] for t in twins if t in sources), None)
             if twin is None or twin == path:
                 continue
             try:
@@ -945,6 +954,7 @@ SHIM_RENAMES = 3  # renames that make a file a HIP compatibility header
 # spells the name as a HIP one for its AMD build has chosen what it is there.
 AT_THE_NAME = NAME_HAZARDS | {"fp8-format"}
 SHIM_GUARD = "(the whole file: it renames CUDA names to HIP's)"  # its AmdPath's guard
+INCLUDED_GUARD = "(the whole file: included only in AMD paths)"
 
 
 def _vendored_root(path: str, roots: dict[str, tuple[str, str | None]]) -> str | None:
