@@ -118,7 +118,7 @@ MASKED = re.compile(
 # The rest of the directive runs to the end of the line, over backslash-newlines; written
 # unrolled (see MASKED).
 DIRECTIVE = re.compile(
-    rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif|define)\b"
+    rb"^[ \t]*#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif|define|include)\b"
     rb"([^\n\\]*(?:\\[\s\S][^\n\\]*)*)",
     re.MULTILINE,
 )
@@ -260,6 +260,9 @@ class PreprocFacts(NamedTuple):
     # Names given a HIP type (`using __nv_bfloat16 = hip_bfloat16;`, `typedef __hip_fp8_e4m3
     # __nv_fp8_e4m3;`): the project's own spelling of a CUDA type for its AMD build.
     hip_aliases: tuple[str, ...] = ()
+    # `#include "…"` (quoted: the project's own headers) as written, with the directive's
+    # offset: a header included only in one platform's branch is that platform's code.
+    includes: tuple[tuple[str, int], ...] = ()
 
 
 EMPTY_FACTS = PreprocFacts((), (), ())
@@ -309,6 +312,7 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
     masked = mask_comments_and_strings(data)
     branches: list[Branch] = []
     macros: list[MacroDef] = []
+    includes: list[tuple[str, int]] = []
     # An open group: (group id, tests so far, open branch's start line/byte/test/directive)
     stack: list[tuple[int, list[str], int, int, str | None, str]] = []
     groups = 0
@@ -331,6 +335,12 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
             if kind == "endif":
                 if stack:
                     close(stack.pop(), line, match.end())
+                continue
+            if kind == "include":
+                # the path is a string, blanked in `masked`: read from the text
+                quoted = QUOTED_PATH.match(data, match.start(2), match.end(2))
+                if quoted is not None:
+                    includes.append((quoted.group(1).decode("utf-8", "replace"), start))
                 continue
             if kind == "define":
                 defined = OBJECT_MACRO.match(rest)
@@ -404,8 +414,18 @@ def preprocessor_facts(data: bytes) -> PreprocFacts:
         else ()
     )
     return PreprocFacts(
-        tuple(branches), tuple(macros), tuple(constants), invocations, widths, (), aliases
+        tuple(branches),
+        tuple(macros),
+        tuple(constants),
+        invocations,
+        widths,
+        (),
+        aliases,
+        tuple(includes),
     )
+
+
+QUOTED_PATH = re.compile(rb'[ \t]*"([^"\n]+)"')
 
 
 # Each begins with its keyword, which the regex engine finds at memchr speed.
@@ -876,7 +896,7 @@ def is_amd_guard(name: str) -> bool:
 PLATFORM_NAME = re.compile(
     r"(?:^|_)(?:HIP|HIPCC|HCC|ROCM|AMD|AMDGPU"
     r"|ROCTRACER|ROCPROFILER|ROCTX|MIOPEN|RCCL|ROCBLAS|ROCSPARSE|ROCSOLVER|ROCFFT|ROCRAND"
-    r")(?:_ENABLED)?_?_?$"
+    r")(?:_ENABLED)?_*$"
     # the target's architecture, set only when building for that platform (microsoft/ark's
     # `ARK_TARGET_ROCM_ARCH=gfx942` beside `ARK_TARGET_CUDA_ARCH=800`)
     r"|^[A-Za-z]\w*_(?:HIP|ROCM|AMD|AMDGPU)_ARCH$"

@@ -18,7 +18,7 @@ import bisect
 import posixpath
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
@@ -251,6 +251,18 @@ HIP_ON_NVIDIA = re.compile(r"(?:^|_)HIP_PLATFORM_(?:NVCC|NVIDIA)_?_?$")
 HIP_SWITCH = re.compile(r"(?:^|_)HIP_?_?$")
 
 
+def _resolve_include(
+    folder: str, written: str, files: Mapping[str, object], by_name: Mapping[str, list[str]]
+) -> str | None:
+    for candidate in (posixpath.join(folder, written), written):
+        normal = posixpath.normpath(candidate)
+        if normal in files:
+            return normal
+    tail = "/" + posixpath.normpath(written).lstrip("./")
+    matches = [p for p in by_name.get(posixpath.basename(written), ()) if p.endswith(tail)]
+    return matches[0] if len(matches) == 1 else None
+
+
 class ProjectFacts:
     """Built once per scan from every file's preprocessor facts."""
 
@@ -277,6 +289,8 @@ class ProjectFacts:
         self._platform_names: dict[str, bool] = {}
         self._options: dict[tuple[tuple[str, ...], str | None], str] = {}
         self._switched: dict[str, bool] = {}  # path -> any branch behind a build switch
+        self._sites: dict[str, list[tuple[str, int]]] | None = None  # header -> includes
+        self._included_as: dict[str, str | None] = {}
         self.shuffle_widths = {n for ff in self.files.values() for n, _ in ff.facts.shuffle_widths}
         self._amd_widths: frozenset[str] | None = None
         self._builds_for_amd: bool | None = None
@@ -923,9 +937,11 @@ class ProjectFacts:
                     positions = {0}
                 else:
                     continue
-                if 0 not in self._reached(path, definition.offset, False):
+                # (a header included only in one platform's code: that platform's macro)
+                included = self.included_only_in(path)
+                if included != "amd" and 0 not in self._reached(path, definition.offset, False):
                     nvidia |= positions
-                if 0 not in self._reached(path, definition.offset, True):
+                if included != "nvidia" and 0 not in self._reached(path, definition.offset, True):
                     amd_masks.append(bool(positions))
             if nvidia:
                 found[name] = (frozenset(nvidia), bool(amd_masks) and not any(amd_masks))
@@ -1131,11 +1147,14 @@ class ProjectFacts:
 
     def _marked_regions(self, path: str) -> list[tuple[int, int, str]]:
         """The byte ranges of a file that are AMD paths or NVIDIA-only code with an AMD
-        alternative (branches and platform-selecting macro arguments), judged once."""
+        alternative (branches and platform-selecting macro arguments, or the whole file
+        when it is only ever included in such code), judged once."""
         ff = self.files.get(path)
         if ff is None:
             return []
-        regions = [
+        included = self.included_only_in(path)
+        regions = [(0, 1 << 62, included)] if included is not None else []
+        regions += [
             (b.start_byte, b.end_byte, kind)
             for b in ff.facts.branches
             if (kind := self._branch_kind(path, b)) is not None
@@ -1146,6 +1165,38 @@ class ProjectFacts:
             if (kind := self._constexpr_kind(path, b)) is not None
         ]
         return regions + self._argument_regions(ff)
+
+    def included_only_in(self, path: str) -> str | None:
+        """'nvidia' for a header the project includes only in NVIDIA-only code with an AMD
+        alternative (`#if defined(__HIP_PLATFORM_AMD__)` `#include "arch_hip.h"` `#else`
+        `#include "arch_cuda.h"`), 'amd' for one it includes only in AMD paths: the whole
+        header is that platform's code. None for a file included elsewhere too, or never."""
+        if path in self._included_as:
+            return self._included_as[path]
+        self._included_as[path] = None  # while judged: a cycle of includes decides nothing
+        kinds = {self.placement(f, offset) for f, offset in self._include_sites().get(path, ())}
+        kind = kinds.pop() if len(kinds) == 1 else None
+        self._included_as[path] = kind if kind in ("nvidia", "amd") else None
+        return self._included_as[path]
+
+    def _include_sites(self) -> dict[str, list[tuple[str, int]]]:
+        """Each scanned file -> the `#include "…"` directives (file, offset) that name it:
+        resolved from the including file's folder, from the scanned folder, or else the one
+        scanned file whose path ends with what is written (an include path of the build)."""
+        if self._sites is not None:
+            return self._sites
+        by_name: dict[str, list[str]] = {}
+        for known in self.files:
+            by_name.setdefault(posixpath.basename(known), []).append(known)
+        sites: dict[str, list[tuple[str, int]]] = {}
+        for path, ff in self.files.items():
+            folder = posixpath.dirname(path)
+            for written, offset in ff.facts.includes:
+                target = _resolve_include(folder, written, self.files, by_name)
+                if target is not None and target != path:
+                    sites.setdefault(target, []).append((path, offset))
+        self._sites = sites
+        return sites
 
     def _constexpr_kind(self, path: str, branch: Branch) -> str | None:
         """As _branch_kind, for a branch of an `if constexpr` (portcheck.constexpr_if):
@@ -1194,6 +1245,8 @@ class ProjectFacts:
         """Every branch only an AMD build takes, outermost ones only."""
         found: list[AmdPath] = []
         for path in sorted(self.files):
+            if self.included_only_in(path) == "amd":
+                continue  # the whole file is (the scan lists it with its length)
             ff = self.files[path]
             covered_until = -1
             for branch in ff.facts.branches:
@@ -1256,6 +1309,7 @@ class ProjectFacts:
             ff = self.files[def_path]
             enclosing = ff.enclosing(definition.offset)
             kinds = {self._branch_kind(def_path, b) for b in enclosing}
+            kinds.add(self.included_only_in(def_path))  # a header of one platform's
             if "nvidia" in kinds:
                 continue
             if any(self._taken(b, True) == 0 for b in enclosing):
@@ -1390,6 +1444,14 @@ class ProjectFacts:
             finding,
             message=f"{finding.message} (`{definition.name}` is {constant}: "
             f"{def_path}:{definition.line})",
+            # a launch bound the project sets in its AMD branch (`#ifdef
+            # __HIP_PLATFORM_AMD__` `#define WID3S_PER_MP 7`): chosen for AMD's meaning of
+            # it, the project's AMD path
+            amd_alternative=finding.amd_alternative
+            or (
+                finding.slug == "launch-bounds"
+                and self.placement(def_path, definition.offset) == "amd"
+            ),
         )
         if pending.fold and finding.slug in DEFINITION_SLUGS and constant is not None:
             key = (def_path, definition.offset)

@@ -372,6 +372,7 @@ PREPROC = Record(
         ("shuffle_widths", NAMED_OFFSETS),
         ("constexpr_branches", BRANCH.tuple),
         ("hip_aliases", STR_TUPLE),
+        ("includes", NAMED_OFFSETS),
     ],
 )
 PENDING = Record(
