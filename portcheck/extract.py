@@ -210,6 +210,12 @@ DECLARATOR_TYPES = frozenset(
 )
 
 
+# CUDA names that can only be declared at namespace scope (legacy texture and surface
+# references: `texture<float, 2> tex;` beside the kernels), and the nodes of a body.
+FILE_SCOPE_ONLY = frozenset({"texture", "surface"})
+FUNCTION_NODES = frozenset({"function_definition", "lambda_expression"})
+
+
 SCOPES = frozenset(
     {"namespace_definition", "class_specifier", "struct_specifier", "union_specifier"}
 )
@@ -990,6 +996,13 @@ class Extractor:
 
         if token in aliases:
             return  # the alias name itself; its target was counted where it was declared
+        if name in FILE_SCOPE_ONLY and any(
+            path[i] is not None and path[i].type in FUNCTION_NODES for i in range(depth)
+        ):
+            # `texture<vector<4, unorm<8>>, 1> tex(size);` in a member function: CUDA's
+            # texture and surface references exist only at namespace scope, so a local or a
+            # temporary of that name is the project's own class template (visionaray's)
+            return
         rule = self.rules.lookup(name)
         if rule is None:
             if not CUDA_SHAPE.fullmatch(name):

@@ -624,6 +624,28 @@ def test_a_member_named_like_an_api_that_the_code_assigns_is_the_projects(tmp_pa
     assert [m.split("`")[1] for m in unknown_names(report)] == ["ncclCommWarmUp"]
 
 
+def test_an_error_check_helper_named_for_the_library_is_the_projects(tmp_path):
+    """`cudaCheck()` after a launch and `cudaSafeCall(err)`, defined in a header outside the
+    scanned folder: a library prefix and a check word is how projects name their error
+    checks, not an API to look up. An unknown name that says what it does still is one."""
+    report = scan_source(
+        tmp_path,
+        "plchain.cu",
+        "#include <cuda_runtime.h>\n#include \"hipify.cuh\"\n\n"
+        "__global__ void chain(const int* a, int* s, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) s[i] = a[i] + 1;\n}\n\n"
+        "void run_chain(const int* a, int* s, int n, cudaStream_t st) {\n"
+        "  chain<<<(n + 255) / 256, 256, 0, st>>>(a, s, n);\n"
+        "  cudaCheck();\n"
+        "  cudaError_t err = cudaStreamSynchronize(st);\n"
+        "  cudaSafeCall(err);\n"
+        "  cudaStreamBeginCaptureToGraphLite(st);\n}\n",
+    )
+    assert [m.split("`")[1] for m in unknown_names(report)] == [
+        "cudaStreamBeginCaptureToGraphLite"
+    ]
+
+
 def test_a_namespace_the_project_opens_is_its_own_name(tmp_path):
     """A BVH library named `cuBQL` that opens `namespace cuBQL {` (and `cuBQL::detail`)
     in its headers: the namespace is the project's, not a CUDA API to look up, wherever

@@ -26,7 +26,8 @@ from portcheck.preproc import (
 )
 
 COMPARE = r"\s*(?:[<>]=?|==|!=)\s*"
-OPERAND = r"(?:\d+|[A-Za-z_]\w*)"
+# A compute capability (`700`, `SM_80_ARCH`); not `__CUDA_ARCH__ > 0`, a device-pass test
+OPERAND = r"(?:[1-9]\d{2,}|[A-Za-z_]\w*)"
 ARCH_COMPARISON = re.compile(rf"__CUDA_ARCH__{COMPARE}{OPERAND}|{OPERAND}{COMPARE}__CUDA_ARCH__")
 
 
