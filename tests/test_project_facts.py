@@ -646,6 +646,30 @@ def test_an_error_check_helper_named_for_the_library_is_the_projects(tmp_path):
     ]
 
 
+def test_a_librarys_cuda_header_beside_its_hip_twin_and_a_qualified_template_are_not_apis(
+    tmp_path,
+):
+    """`<cuda_buffer_util.hpp>` in the CUDA arm beside `<hip_buffer_util.hpp>` in the HIP
+    arm is a third-party library's CUDA backend (CPPuddle's), and
+    `Accelerator::cusparseSolverBackend<Scalar, 3>` the last segment of the project's
+    qualified class: neither is an NVIDIA name to look up. An unknown toolkit-looking
+    header with no HIP twin still is one."""
+    report = scan_source(
+        tmp_path,
+        "hydro_interface.cpp",
+        "#include <buffer_manager.hpp>\n#if defined(OCTO_HAVE_CUDA)\n"
+        "#include <cuda_buffer_util.hpp>\n#include <cuda_runtime.h>\n"
+        "#include <cuda_graph_ext.h>\n"
+        "#elif defined(OCTO_HAVE_HIP)\n#include <hip/hip_runtime.h>\n"
+        "#include <hip_buffer_util.hpp>\n#endif\n\n"
+        "template <class Scalar, unsigned int block_size>\nvoid make_backend(int verbosity) {\n"
+        "#if OCTO_HAVE_CUDA\n"
+        "  using CU = Accelerator::cusparseSolverBackend<Scalar, block_size>;\n"
+        "  backends.emplace(\"cusparse\", std::make_unique<CU>(verbosity));\n#endif\n}\n",
+    )
+    assert [m.split("`")[1] for m in unknown_names(report)] == ["cuda_graph_ext.h"]
+
+
 def test_a_namespace_the_project_opens_is_its_own_name(tmp_path):
     """A BVH library named `cuBQL` that opens `namespace cuBQL {` (and `cuBQL::detail`)
     in its headers: the namespace is the project's, not a CUDA API to look up, wherever

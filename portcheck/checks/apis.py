@@ -744,6 +744,11 @@ def unknown_api(ctx: Context) -> None:
             # `#include "cublas_wrappers.h"`: a quoted include names a project file first;
             # NVIDIA's headers the rules do not know are reported when included as <…>.
             continue
+        if use.kind == "header" and _hip_twin_included(ctx.data, use.name):
+            # `<cuda_buffer_util.hpp>` beside `<hip_buffer_util.hpp>` in the AMD branch: a
+            # library's CUDA backend whose HIP backend the project includes too (CPPuddle's),
+            # not a toolkit header (ROCm's counterparts of those are known renames)
+            continue
         if use.family in MANUAL_PORT_FAMILIES:
             continue  # an unlisted NPP primitive, say: library-port names the library
         if _only_tested_for_definition(ctx.data, use.span.start_byte):
@@ -844,6 +849,18 @@ _OBJECT_USE = re.compile(rb"[ \t]*(?:=(?!=)|(?:[-+*/%&|^]|<<|>>)=|\+\+|--|->|\.[
 def _used_as_object(data: bytes, end: int) -> bool:
     """Is the name ending at `end` written to or reached through as an object?"""
     return _OBJECT_USE.match(data, end) is not None
+
+
+INCLUDED = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.MULTILINE)
+TWIN_WORDS = (("cuda", "hip"), ("CUDA", "HIP"), ("Cuda", "Hip"))
+
+
+def _hip_twin_included(data: bytes, header: str) -> bool:
+    """Does the file also include `header` with `cuda` read as `hip`?"""
+    twins = {header.replace(cuda, hip) for cuda, hip in TWIN_WORDS} - {header}
+    if not twins:
+        return False
+    return any(m.group(1).decode("utf-8", "replace") in twins for m in INCLUDED.finditer(data))
 
 
 def _only_tested_for_definition(data: bytes, offset: int) -> bool:
