@@ -869,6 +869,8 @@ class Extractor:
                     if rule is None and _declared_in_body(data, node.start_byte, start, end):
                         define(name, start)  # `NvtxRange nvtx_range(__FUNCTION__)`: a local
                         continue
+                    if name == ASM_NAME and not self._is_ptx(data[start : node.end_byte]):
+                        continue  # `#define EIGEN_THROW asm("s_trap 0")`: AMD's ISA
                     if rule is not None or CUDA_SHAPE.fullmatch(name):
                         called = data[end : end + 64].lstrip().startswith(b"(")
                         kind = _lexical_kind(name, called)
@@ -959,6 +961,17 @@ class Extractor:
                 variables.add(name)
             return
 
+        if (
+            ptype in ("template_type", "template_function")
+            and grand is not None
+            and grand.type == "qualified_identifier"
+            and grand.child_by_field_name("name") == parent
+        ):
+            scope = grand.child_by_field_name("scope")
+            if scope is not None and scope.type != "::":
+                # `Accelerator::cusparseSolverBackend<Scalar, 3>`: the last segment of a
+                # qualified name (its scope's segment looks the whole name up)
+                return
         if (
             parent is not None
             and ptype in ("qualified_identifier", "nested_namespace_specifier")

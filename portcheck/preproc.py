@@ -903,8 +903,18 @@ PLATFORM_NAME = re.compile(
 )
 
 
+# `EIGEN_NO_HIP`, `DISABLE_ROCM`: a switch that turns the AMD build's code off, not one that
+# is on in it.
+OPT_OUT = re.compile(r"(?:^|_)(?:NO|DISABLE|DISABLED|WITHOUT|SKIP|NOT)_")
+
+
 def looks_like_amd_guard(name: str) -> bool:
-    return PLATFORM_NAME.search(name) is not None
+    return PLATFORM_NAME.search(name) is not None and OPT_OUT.search(name) is None
+
+
+def amd_opt_out(name: str) -> bool:
+    """`EIGEN_NO_HIP`: set only by a user who wants the AMD code left out."""
+    return PLATFORM_NAME.search(name) is not None and OPT_OUT.search(name) is not None
 
 
 def _platform_switch(name: str) -> bool:
@@ -959,6 +969,13 @@ def looks_like_other_dialect_guard(name: str) -> bool:
 # Switches of a third GPU platform that is not CUDA at all (jax's `JAX_GPU_ONEAPI`, hypre's
 # `HYPRE_USING_SYCL`, cp2k's `__OFFLOAD_OPENCL`): neither an NVIDIA nor an AMD build sets them.
 THIRD_PLATFORM = re.compile(r"(?:^|_)(?:SYCL|ONEAPI|OPENCL|DPCPP)(?:_ENABLED)?_?_?$")
+
+
+# Set only by a SYCL compiler (DPC++, AdaptiveCpp), never by nvcc or hipcc.
+SYCL_COMPILER_MACRO = re.compile(
+    r"__SYCL_DEVICE_ONLY__|SYCL_LANGUAGE_VERSION|CL_SYCL_LANGUAGE_VERSION|__SYCL_COMPILER_VERSION"
+    r"|__LIBSYCL_(?:MAJOR|MINOR)_VERSION|__ACPP__|__HIPSYCL__"
+)
 
 
 def looks_like_third_platform_guard(name: str) -> bool:

@@ -29,12 +29,14 @@ from portcheck.preproc import (
     IDE_ONLY,
     NVIDIA_ONLY,
     NVIDIA_TOOLKIT_MACROS,
+    SYCL_COMPILER_MACRO,
     UNDEFINED,
     WAVEFRONT_MACRO,
     Branch,
     ConstantDef,
     MacroDef,
     PreprocFacts,
+    amd_opt_out,
     amd_takes_in_some_release,
     and_not,
     branch_condition_value,
@@ -410,8 +412,12 @@ class ProjectFacts:
             return unless_defined(name, amd)  # 1 for AMD (unknown: per GPU or pass), else undefined
         if name in NVIDIA_ONLY:
             return UNDEFINED if amd else None
+        if SYCL_COMPILER_MACRO.fullmatch(name):
+            return UNDEFINED  # a SYCL compiler's (`__SYCL_DEVICE_ONLY__`): neither build's
         definitions = self._macro_defs.get(name)
         if not definitions:
+            if amd_opt_out(name):
+                return UNDEFINED  # `EIGEN_NO_HIP`: a build for AMD does not opt out of it
             if amd and name in self._cuda_switches_on_amd():
                 return 1  # the project tests for its AMD build inside this switch
             if amd and name in self._cuda_twins():
@@ -464,14 +470,20 @@ class ProjectFacts:
 
     def _cuda_switches_on_amd(self) -> frozenset[str]:
         """Switches named like an NVIDIA build's (`MMCV_WITH_CUDA`) that the project's AMD
-        build sets too: a branch testing for AMD (`#ifdef MMCV_WITH_HIP`) lies inside a branch
-        taken when the switch is on, which would be dead code otherwise."""
+        build sets too: a conditional choosing between AMD and other code (`#ifdef
+        MMCV_WITH_HIP` … `#else`) lies inside a branch taken when the switch is on, which
+        would be dead code otherwise."""
         if self._amd_too is not None:
             return self._amd_too
         found: set[str] = set()
         for ff in self.files.values():
             for branch in ff.facts.branches:
                 if not any(_tests_for_amd(t) for t in branch.tests):
+                    continue
+                if len(ff.groups.get(branch.group, ())) < 2:
+                    # a lone `#ifdef COMB_ENABLE_HIP` overload inside `#ifdef
+                    # COMB_ENABLE_CUDA`: code for a build with both back ends, not an AMD
+                    # alternative to the NVIDIA code around it
                     continue
                 for outer in ff.enclosing(branch.start_byte):
                     if outer is branch or outer.test is None or "||" in outer.test:
