@@ -293,6 +293,7 @@ class ProjectFacts:
         self._switched: dict[str, bool] = {}  # path -> any branch behind a build switch
         self._sites: dict[str, list[tuple[str, int]]] | None = None  # header -> includes
         self._included_as: dict[str, str | None] = {}
+        self._deriving: set[str] = set()  # names whose definitions are being read
         self.shuffle_widths = {n for ff in self.files.values() for n, _ in ff.facts.shuffle_widths}
         self._amd_widths: frozenset[str] | None = None
         self._builds_for_amd: bool | None = None
@@ -430,6 +431,10 @@ class ProjectFacts:
             if self._guards_itself(path, definition):
                 continue  # the header's first inclusion: its guard is not yet defined
             reached = self._reached(path, definition.offset, amd)
+            if reached and self._defaults_itself(path, definition):
+                # `#ifndef KF_BF16_OPS` `#define KF_BF16_OPS (…)`: a default that applies
+                # unless the build predefines the name, which a build does not by default
+                reached = [*reached[:-1], 1]
             if 0 in reached:
                 continue
             if all(value == 1 for value in reached):
@@ -542,7 +547,9 @@ class ProjectFacts:
         reached = [self._taken(b, amd) for b in enclosing]
         if amd and None in reached:
             reached = [
-                0 if value is None and self._cudacc_decides(path, b) else value
+                (0 if self._cudacc_decides(path, b) else 1 if self._cudacc_gives(path, b) else None)
+                if value is None
+                else value
                 for value, b in zip(reached, enclosing, strict=True)
             ]
         return reached
@@ -555,6 +562,13 @@ class ProjectFacts:
         return bool(enclosing) and (
             enclosing[-1].test == f"!defined({definition.name})"
             and self._include_guard(path, enclosing[-1])
+        )
+
+    def _defaults_itself(self, path: str, definition: MacroDef) -> bool:
+        """Is the innermost branch around this definition `#ifndef` of its own name?"""
+        enclosing = self.files[path].enclosing(definition.offset)
+        return bool(enclosing) and (
+            not enclosing[-1].prior and enclosing[-1].test == f"!defined({definition.name})"
         )
 
     def reached_for_amd(self, path: str, definition: Definition) -> bool:
@@ -585,7 +599,29 @@ class ProjectFacts:
             # `#if !defined(DEVICE_HIP)` `#define NVLS_AVAILABLE (CUDART_VERSION >= 12030)`
             # `#else` `#define NVLS_AVAILABLE 0`: known for AMD, per toolkit for NVIDIA.
             return True
+        if isinstance(amd, int) and unknown_for_nvidia and self._derived_from_platform(name):
+            # `#define KF_BF16_OPS (KF_IS_CUDA && __CUDA_ARCH__ >= 800)`: 0 for AMD through
+            # the platform names it is made of, per GPU for NVIDIA
+            return True
         return isinstance(amd, int) and isinstance(nvidia, int) and amd != nvidia
+
+    def _derived_from_platform(self, name: str) -> bool:
+        """Does every definition of `name` an AMD build reaches name a platform macro?"""
+        if name in self._deriving:
+            return False  # defined from itself
+        self._deriving.add(name)
+        try:
+            bodies = [
+                d.body
+                for p, d in self._macro_defs.get(name, ())
+                if 0 not in self._reached(p, d.offset, True)
+            ]
+            return bool(bodies) and all(
+                any(n != name and self.is_platform_macro(n) for n in names_in(body))
+                for body in bodies
+            )
+        finally:
+            self._deriving.discard(name)
 
     def _defined_per_platform(self, name: str) -> bool:
         """Has `name` a definition that an NVIDIA build may reach and an AMD build never
@@ -656,6 +692,8 @@ class ProjectFacts:
         in_amd = self._taken(branch, True)
         if in_amd is None and self._cudacc_decides(path, branch):
             in_amd = 0
+        elif in_amd is None and self._cudacc_gives(path, branch):
+            in_amd = 1
         in_nv = self._taken(branch, False)
         kind = None
         if in_nv == 0 and in_amd != 0:
@@ -715,6 +753,21 @@ class ProjectFacts:
             return UNDEFINED if name == "__CUDACC__" else amd(name)
 
         return branch_condition_value(branch, hipcc) == 0
+
+    def _cudacc_gives(self, path: str, branch: Branch) -> bool:
+        """Is `branch` an AMD test of its own (`#elif defined(__HIPCC__)`) that an AMD build
+        takes once the `#ifdef __CUDACC__` before it is read as hipcc has it, in a file
+        hipcc compiles as it is? (An `#else` is not: a plain host compiler takes it too.)"""
+        if branch.test is None or not any(_tests_for_amd(t) for t in (branch.test,)):
+            return False
+        if not any("__CUDACC__" in t for t in branch.prior) or not self._compiled_as_is(path):
+            return False
+        amd = self._envs[True]
+
+        def hipcc(name: str) -> object:
+            return UNDEFINED if name == "__CUDACC__" else amd(name)
+
+        return branch_condition_value(branch, hipcc) == 1
 
     def _compiled_as_is(self, path: str) -> bool:
         """Does hipcc compile this file as it is, not a hipified copy? It, or a header it
