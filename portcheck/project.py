@@ -565,11 +565,21 @@ class ProjectFacts:
         )
 
     def _defaults_itself(self, path: str, definition: MacroDef) -> bool:
-        """Is the innermost branch around this definition `#ifndef` of its own name?"""
-        enclosing = self.files[path].enclosing(definition.offset)
-        return bool(enclosing) and (
-            not enclosing[-1].prior and enclosing[-1].test == f"!defined({definition.name})"
+        """Is this definition alone in an `#ifndef` of its own name (a default)? Not an
+        include guard (`#ifndef DEFS_H` `#define DEFS_H 1` and the header after it)."""
+        ff = self.files[path]
+        enclosing = ff.enclosing(definition.offset)
+        if not enclosing:
+            return False
+        branch = enclosing[-1]
+        if branch.prior or branch.test != f"!defined({definition.name})":
+            return False
+        inside = [m for m in ff.facts.macros if branch.start_byte < m.offset < branch.end_byte]
+        nested = any(
+            b is not branch and branch.start_byte < b.start_byte < branch.end_byte
+            for b in ff.facts.branches
         )
+        return len(inside) == 1 and not nested and branch.end_line - branch.start_line <= 8
 
     def reached_for_amd(self, path: str, definition: Definition) -> bool:
         """Does every AMD build reach this definition (each branch around it taken)?"""
