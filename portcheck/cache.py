@@ -29,7 +29,7 @@ from portcheck.resources import usable_cache_dir
 from portcheck.ruleset import RuleSet
 from portcheck.wire import WireError, decode_file_scan
 
-CACHE_VERSION = "scan-112"  # bump when extraction or checks change what they produce
+CACHE_VERSION = "scan-113"  # bump when extraction or checks change what they produce
 
 
 class ScanCache:

@@ -172,7 +172,7 @@ MAX_MISSING = 64
 SPECIFIER_HEAD = re.compile(
     rb"^[ \t]*(?:(?:template\s*<[^;{}()]*>|static|inline|friend|constexpr|extern|virtual"
     rb"|explicit|__host__|__device__|__forceinline__|__inline__)\s+)*"
-    rb"((?:[A-Za-z_]\w*\s+){1,3}?)"
+    rb"((?:[A-Za-z_]\w*(?:\(\s*\))?\s+){1,3}?)"
     rb"(?=(?:inline|static|constexpr|void|bool|char|short|int|long|float|double|unsigned|signed"
     rb"|auto|explicit|virtual|friend|__host__|__device__|__global__|__forceinline__|__inline__)\b"
     rb"|(?!const\b|volatile\b)[A-Za-z_][\w:]*(?:<[^;{}()]*>)?[\s*&]+"
@@ -181,6 +181,7 @@ SPECIFIER_HEAD = re.compile(
 )
 LAMBDA_SPECIFIER = re.compile(rb"\]\s*([A-Za-z_]\w*)\s*(?=\()")  # `[=] RAJA_DEVICE (int i)`
 WORD = re.compile(rb"[A-Za-z_]\w*")
+SPECIFIER_WORD = re.compile(rb"([A-Za-z_]\w*)(?:\(\s*\))?")
 CPP_WORDS = frozenset(
     b"""alignas alignof and asm auto bool break case catch char char8_t char16_t char32_t
     class const constexpr consteval constinit const_cast continue co_await co_return co_yield
@@ -363,13 +364,17 @@ class FileScanner:
                     view, missing = arm_view, view_missing
                     read_as_text += set_aside  # their definitions too (Extractor._text_use)
         hidden: list[tuple[int, str]] = []  # specifier macros left out of the parsed view
-        if result.parse_errors:
-            occurrences = self._specifier_macros(view, captures.get("error", []), index)
+        if result.parse_errors or missing:
+            # (`static GPUdi() int f(…)`: no ERROR, but a `;` invented after `GPUdi()`)
+            occurrences = self._specifier_macros(
+                view, [*captures.get("error", []), *missing], index
+            )
             if occurrences:
                 view_root = parse_cuda(blanked(view, [(s, e) for s, e, _ in occurrences])).root_node
                 view_captures = structure_captures(view_root)
                 view_errors = len(view_captures.get("error", ()))
-                if view_errors < result.parse_errors:
+                view_missing = _missing(view_root) if view_root.has_error else []
+                if view_errors + len(view_missing) < result.parse_errors + len(missing):
                     root, captures, result.parse_errors = view_root, view_captures, view_errors
                     hidden = [(s, name) for s, _, name in occurrences]
         device_ranges = self.extractor.device_ranges(captures)
@@ -486,8 +491,8 @@ class FileScanner:
         found: list[tuple[int, int, bytes]] = []
         for match in SPECIFIER_HEAD.finditer(masked):
             base = match.start(1)
-            for word in WORD.finditer(match.group(1)):
-                found.append((base + word.start(), base + word.end(), word.group()))
+            for word in SPECIFIER_WORD.finditer(match.group(1)):  # `GPUdi()` with its parens
+                found.append((base + word.start(), base + word.end(), word.group(1)))
         found += [(m.start(1), m.end(1), m.group(1)) for m in LAMBDA_SPECIFIER.finditer(masked)]
         found = [
             (s, e, w)

@@ -1027,8 +1027,15 @@ class ProjectFacts:
         bodies: dict[str, set[str]] = {}
         for ff in self.files.values():
             for macro in ff.facts.macros:
-                if not macro.function_like and macro.body:
-                    bodies.setdefault(macro.name, set()).update(re.findall(r"\w+", macro.body))
+                body = macro.body
+                if macro.function_like:
+                    # `#define GPUdi() __device__ inline` (AliceO2): no parameters, a specifier
+                    empty = re.match(r"\(\s*\)", body)
+                    if empty is None:
+                        continue
+                    body = body[empty.end() :]
+                if body:
+                    bodies.setdefault(macro.name, set()).update(re.findall(r"\w+", body))
         found = {
             n
             for n, words in bodies.items()

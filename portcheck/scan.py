@@ -235,7 +235,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-54"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-55"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
