@@ -214,6 +214,7 @@ DECLARATOR_TYPES = frozenset(
 # references: `texture<float, 2> tex;` beside the kernels), and the nodes of a body.
 FILE_SCOPE_ONLY = frozenset({"texture", "surface"})
 FUNCTION_NODES = frozenset({"function_definition", "lambda_expression"})
+SCOPE_REACH = 64  # ancestors looked at (a generated expression may be thousands deep)
 
 
 SCOPES = frozenset(
@@ -1010,7 +1011,8 @@ class Extractor:
         if token in aliases:
             return  # the alias name itself; its target was counted where it was declared
         if name in FILE_SCOPE_ONLY and any(
-            path[i] is not None and path[i].type in FUNCTION_NODES for i in range(depth)
+            path[i] is not None and path[i].type in FUNCTION_NODES
+            for i in range(depth - 1, max(-1, depth - 1 - SCOPE_REACH), -1)
         ):
             # `texture<vector<4, unorm<8>>, 1> tex(size);` in a member function: CUDA's
             # texture and surface references exist only at namespace scope, so a local or a

@@ -175,6 +175,14 @@ class _FileFacts:
     _groups: dict[int, list[Branch]] | None = None
     _empty: dict[str, list[int]] | None = None
     _parents: list[int] | Literal[False] | None = None  # False: they do not nest
+    _macro_offsets: list[int] | None = None
+
+    @property
+    def macro_offsets(self) -> list[int]:
+        """The offsets of the file's macro definitions, in order."""
+        if self._macro_offsets is None:
+            self._macro_offsets = sorted(m.offset for m in self.facts.macros)
+        return self._macro_offsets
 
     @property
     def empty_macros(self) -> dict[str, list[int]]:
@@ -574,12 +582,15 @@ class ProjectFacts:
         branch = enclosing[-1]
         if branch.prior or branch.test != f"!defined({definition.name})":
             return False
-        inside = [m for m in ff.facts.macros if branch.start_byte < m.offset < branch.end_byte]
-        nested = any(
-            b is not branch and branch.start_byte < b.start_byte < branch.end_byte
-            for b in ff.facts.branches
+        if branch.end_line - branch.start_line > 8:
+            return False
+        offsets = ff.macro_offsets
+        inside = bisect.bisect_left(offsets, branch.end_byte) - bisect.bisect_right(
+            offsets, branch.start_byte
         )
-        return len(inside) == 1 and not nested and branch.end_line - branch.start_line <= 8
+        at = bisect.bisect_right(ff.starts, branch.start_byte)
+        nested = at < len(ff.starts) and ff.starts[at] < branch.end_byte
+        return inside == 1 and not nested
 
     def reached_for_amd(self, path: str, definition: Definition) -> bool:
         """Does every AMD build reach this definition (each branch around it taken)?"""
