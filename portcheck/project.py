@@ -768,27 +768,26 @@ class ProjectFacts:
         to take the branch away from AMD: its `#else` is a plain host compiler's too."""
         if not any("__CUDACC__" in t for t in branch.tests) or not self._compiled_as_is(path):
             return False
-        amd = self._envs[True]
-
-        def hipcc(name: str) -> object:
-            return UNDEFINED if name == "__CUDACC__" else amd(name)
-
-        return branch_condition_value(branch, hipcc) == 0
+        return self._as_hipcc(branch) == 0
 
     def _cudacc_gives(self, path: str, branch: Branch) -> bool:
         """Is `branch` an AMD test of its own (`#elif defined(__HIPCC__)`) that an AMD build
         takes once the `#ifdef __CUDACC__` before it is read as hipcc has it, in a file
         hipcc compiles as it is? (An `#else` is not: a plain host compiler takes it too.)"""
-        if branch.test is None or not any(_tests_for_amd(t) for t in (branch.test,)):
+        if branch.test is None or not _tests_for_amd(branch.test):
             return False
         if not any("__CUDACC__" in t for t in branch.prior) or not self._compiled_as_is(path):
             return False
+        return self._as_hipcc(branch) == 1
+
+    def _as_hipcc(self, branch: Branch) -> int | None:
+        """branch_condition_value in an AMD build, `__CUDACC__` undefined as hipcc has it."""
         amd = self._envs[True]
 
         def hipcc(name: str) -> object:
             return UNDEFINED if name == "__CUDACC__" else amd(name)
 
-        return branch_condition_value(branch, hipcc) == 1
+        return branch_condition_value(branch, hipcc)
 
     def _compiled_as_is(self, path: str) -> bool:
         """Does hipcc compile this file as it is, not a hipified copy? It, or a header it
