@@ -300,6 +300,7 @@ class ProjectFacts:
         self._options: dict[tuple[tuple[str, ...], str | None], str] = {}
         self._switched: dict[str, bool] = {}  # path -> any branch behind a build switch
         self._sites: dict[str, list[tuple[str, int]]] | None = None  # header -> includes
+        self._includes: dict[str, frozenset[str]] = {}  # file -> the files it includes
         self._included_as: dict[str, str | None] = {}
         self._deriving: set[str] = set()  # names whose definitions are being read
         self.shuffle_widths = {n for ff in self.files.values() for n, _ in ff.facts.shuffle_widths}
@@ -317,8 +318,6 @@ class ProjectFacts:
         self.functions: dict[str, list[tuple[str, FunctionInfo]]] = {}
         self.known_name: Callable[[str], bool] = lambda name: False
         self.mark_functions: Callable[[str], None] = lambda path: None
-        # the scanned files a file includes with `#include "…"` (set by the scan)
-        self.includes_of: Callable[[str], frozenset[str]] = lambda path: frozenset()
         # width constants read only where the project found the code lane-blind (answer)
         self.blind_reads: set[str] = set()
         self._blind: dict[tuple[str, bool], bool] = {}
@@ -1283,12 +1282,20 @@ class ProjectFacts:
         sites: dict[str, list[tuple[str, int]]] = {}
         for path, ff in self.files.items():
             folder = posixpath.dirname(path)
+            targets = set()
             for written, offset in ff.facts.includes:
                 target = _resolve_include(folder, written, self.files, by_name)
                 if target is not None and target != path:
                     sites.setdefault(target, []).append((path, offset))
+                    targets.add(target)
+            self._includes[path] = frozenset(targets)
         self._sites = sites
         return sites
+
+    def includes_of(self, path: str) -> frozenset[str]:
+        """The scanned files `path` includes with `#include "…"`."""
+        self._include_sites()
+        return self._includes.get(path, frozenset())
 
     def _constexpr_kind(self, path: str, branch: Branch) -> str | None:
         """As _branch_kind, for a branch of an `if constexpr` (portcheck.constexpr_if):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 import stat
 import sys
@@ -235,7 +234,7 @@ def _by_path(scans: list[FileScan], keep: bool) -> dict[str, FileScan]:
     return {s.path: s for s in scans} if keep else {}
 
 
-MEMO_VERSION = "report-55"  # bump when _assemble or the Report's fields change
+MEMO_VERSION = "report-56"  # bump when _assemble or the Report's fields change
 KEEP_READ_BYTES = 128 * 1024 * 1024  # file contents kept between keying and scanning
 
 
@@ -356,7 +355,6 @@ def _assemble(
         cuda_names = {u.name for s in scans for u in s.uses}
         facts.known_name = cuda_names.__contains__
         facts.mark_functions = _function_marker(root, scans)
-    facts.includes_of = _include_reader(root, scans)
     for file_scan in scans:
         for pending in file_scan.pending:
             found = facts.answer(pending)
@@ -892,38 +890,6 @@ def _function_marker(root: Path, scans: Sequence[FileScan]) -> Callable[[str], N
         mark_warp_level(data, scan.functions, {u.name for u in scan.uses})
 
     return mark
-
-
-QUOTED_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
-
-
-def _include_reader(root: Path, scans: Sequence[FileScan]) -> Callable[[str], frozenset[str]]:
-    """What gives the scanned files one file includes with `#include "…"` (resolved from
-    its folder, then from the scanned folder; reading the file again, once): for naming,
-    of several agreeing definitions of a constant, the one a file actually reads."""
-    base = root if root.is_dir() else root.parent
-    known = {s.path for s in scans}
-    found: dict[str, frozenset[str]] = {}
-
-    def includes(path: str) -> frozenset[str]:
-        cached = found.get(path)
-        if cached is not None:
-            return cached
-        raw = read_regular_file(base / path, MAX_FILE_BYTES)
-        names: set[str] = set()
-        if isinstance(raw, bytes):
-            folder = PurePosixPath(path).parent
-            for match in QUOTED_INCLUDE.finditer(raw):
-                written = match.group(1).decode("utf-8", "replace")
-                for candidate in (folder / written, PurePosixPath(written)):
-                    normal = posixpath.normpath(str(candidate))
-                    if normal in known:
-                        names.add(normal)
-                        break
-        found[path] = frozenset(names)
-        return found[path]
-
-    return includes
 
 
 def _ptx_functions(scans: Sequence[FileScan]) -> dict[str, frozenset[str]]:
