@@ -458,6 +458,15 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
             # `#if defined(__CUDA_ARCH__)` … `#endif` then `#if defined(__HIPCC__)` … `#endif`
             # (EigenG's warp collectives): two lone blocks, one per compiler
             where = f"`{twin.directive}` beside it is the AMD one"
+        elif (
+            len(siblings) == 1
+            and siblings[0].test is None
+            and (outer_test := _gpu_only_around(ctx, branch, amd)) is not None
+        ):
+            # `#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)` around
+            # `#if defined(__CUDA_ARCH__)` … `#else` …: no NVIDIA pass reaches that `#else`,
+            # only AMD's (torchcomms' `__builtin_amdgcn_fence` for `__syncwarp()`)
+            where = f"`#else` is the AMD one (inside `{outer_test}`)"
         else:
             where = ""
         if where:
@@ -508,6 +517,23 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
             "Test `defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)`.",
             unless_taken=True,
         )
+
+
+def _gpu_only_around(ctx: Context, branch: Branch, amd: Any) -> str | None:
+    """The directive of a conditional branch around `branch` that an NVIDIA build takes
+    only in its device pass and an AMD build may take: within it, the `#else` of a
+    `__CUDA_ARCH__` test is AMD's code. None when there is none."""
+    for outer in ctx.preproc.branches:
+        if outer.group == branch.group or not (
+            outer.start_byte < branch.start_byte < outer.end_byte
+        ):
+            continue
+        if (
+            branch_condition_value(outer, _nvidia_host_pass) == 0
+            and branch_condition_value(outer, amd) != 0
+        ):
+            return outer.directive
+    return None
 
 
 def _lone_amd_twin(ctx: Context, branch: Branch, amd: Any) -> Branch | None:

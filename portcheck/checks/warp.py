@@ -690,6 +690,44 @@ def _widths_set_per_platform(ctx: Context) -> None:
                     f"{'returns' if name == RETURNED else 'sets it to'} 64: a warp width",
                     amd_alternative=True,  # that branch is the project's AMD path
                 )
+    for twin in amd:
+        # Set to 32 for every platform just above an AMD test that sets it to 64
+        # (`unsigned warp_size = 32;` then `#if defined(__HIP_PLATFORM_AMD__)` … `= 64;`):
+        # the same, with the AMD build overriding the default.
+        widened = {k: v for k, v in sixty_four[id(twin)].items() if k != RETURNED}
+        if twin.prior or not widened:
+            continue
+        for name, at in _set_just_above(masked, twin.start_byte, b"32").items():
+            if name in widened:
+                ctx.report(
+                    at,
+                    at + 2,
+                    f"`{name.decode()} = 32` for every platform; the project's AMD branch "
+                    "below sets it to 64: a warp width",
+                    amd_alternative=True,
+                )
+
+
+def _set_just_above(masked: bytes, offset: int, value: bytes, lines: int = 3) -> dict[bytes, int]:
+    """name -> offset of `value` in `name = value;` on the few statement lines just above
+    `offset` (blank lines skipped; a directive, or a line that opens or closes a block,
+    ends the search: another conditional's or another scope's code)."""
+    found: dict[bytes, int] = {}
+    end = offset
+    while lines and end > 0:
+        start = masked.rfind(b"\n", 0, max(end - 1, 0)) + 1
+        line = masked[start:end]
+        end = start
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith((b"#", b"}")) or stripped.endswith(b"{"):
+            break
+        lines -= 1
+        for m in WIDTH_ASSIGNMENT.finditer(line):
+            if m.group(2) == value:
+                found.setdefault(m.group(1), start + m.start(2))
+    return found
 
 
 # A project macro called in device code (`MAGMA_Z_ABS(x)`, `MAX(a, b)`) whose name says
