@@ -49,6 +49,7 @@ from portcheck.extract import (
     MACRO_DEFINITION,
     Extraction,
     Extractor,
+    function_extent,
     guess_family,
 )
 from portcheck.model import (
@@ -70,6 +71,7 @@ from portcheck.preproc import (
     PreprocFacts,
     amd_alternative_spans,
     blanked,
+    device_pass_spans,
     evaluate,
     mask_comments_and_strings,
     one_arm_spans,
@@ -381,6 +383,12 @@ class FileScanner:
         possible_device = self.extractor.possible_device_ranges(captures, hidden)
         wants_clang = self._wants_clang(data, device_ranges, possible_device)
         deep = wants_clang and self.front_end == "deep"
+        # code only a device pass compiles (`#ifdef __CUDA_ARCH__`) is device code, whatever
+        # declares the function around it
+        passes = device_pass_spans(data, result.preproc) if result.preproc.branches else []
+        if passes:
+            passes = _outside_host_functions(passes, captures, device_ranges, possible_device)
+            device_ranges = merged_ranges([*device_ranges, *passes])
 
         def extract_and_check(clang: ClangFacts | None) -> Context:
             return self._extract_and_check(
@@ -675,6 +683,29 @@ def _classify(
         uses.append(Use(name, kind, family, path, index.span(start, end), device, rule))
     uses.sort(key=lambda u: (u.span.start_byte, u.name))
     return uses
+
+
+def _outside_host_functions(
+    spans: list[tuple[int, int]],
+    captures: dict[str, list[Node]],
+    device: list[tuple[int, int]],
+    possible: list[tuple[int, int, tuple[str, ...]]],
+) -> list[tuple[int, int]]:
+    """The device-pass spans that do not begin inside the body of a plain host function
+    (no device qualifier, no macro in its declaration): there the branch is code neither
+    pass builds (aphrodite's launchers wrapped in `#if __CUDA_ARCH__ >= 800`, which the
+    host pass leaves empty and the device pass does not compile for a host function)."""
+    hosts = []
+    for fn in captures.get("function", ()):
+        start, end = function_extent(fn)
+        if any(s <= start and end <= e for s, e in device):
+            continue
+        if any(s == start for s, _, _ in possible):
+            continue
+        hosts.append((start, end))
+    if not hosts:
+        return spans
+    return [(s, e) for s, e in spans if not any(hs < s < he for hs, he in hosts)]
 
 
 def _merge_device_code(

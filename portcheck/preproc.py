@@ -1021,6 +1021,43 @@ def unless_defined(name: str, amd: bool) -> object:
     return None
 
 
+# What only a device pass defines: `__CUDA_ARCH__` (nvcc), `__HIP_DEVICE_COMPILE__`,
+# `__AMDGCN__`, `__AMDGPU__`, `__gfx90a__` (hipcc), `__NVPTX__` (clang's CUDA).
+DEVICE_PASS_MACROS = frozenset({"__CUDA_ARCH__", "__NVPTX__", *AMD_PASS_GUARDS})
+
+
+def _host_pass(amd: bool) -> Environment:
+    """A host pass of a build for AMD or NVIDIA: no device-pass macro is defined."""
+
+    def env(name: str) -> object:
+        if name in DEVICE_PASS_MACROS or AMD_GUARD_PATTERN.fullmatch(name):
+            return UNDEFINED
+        return unless_defined(name, amd)
+
+    return env
+
+
+_HOST_PASSES = (_host_pass(False), _host_pass(True))
+
+
+def device_pass_spans(data: bytes, facts: PreprocFacts) -> list[tuple[int, int]]:
+    """The byte ranges (after each opening directive's line) of the branches that only a
+    device pass compiles: every test before and of the branch names a device-pass macro
+    somewhere and no host pass, NVIDIA's or AMD's, takes it (`#ifdef __CUDA_ARCH__`,
+    `#if (defined(X_CUDA) && defined(__CUDA_ARCH__)) || (defined(X_HIP) &&
+    defined(__HIP_DEVICE_COMPILE__))`). Code there is device code whatever declares the
+    function around it (alpaka's `ALPAKA_FN_ACC`, a macro from outside the project)."""
+    spans = []
+    for branch in facts.branches:
+        if not any(DEVICE_PASS_MACROS & names_in(t) for t in branch.tests):
+            continue
+        if all(branch_condition_value(branch, env) == 0 for env in _HOST_PASSES):
+            body = data.find(b"\n", branch.start_byte, branch.end_byte)
+            if body != -1:
+                spans.append((body + 1, branch.end_byte))
+    return spans
+
+
 def branch_condition_value(
     branch: Branch, env: Environment, priors: tuple[Value] | None = None
 ) -> Value:

@@ -461,12 +461,20 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
         elif (
             len(siblings) == 1
             and siblings[0].test is None
-            and (outer_test := _gpu_only_around(ctx, branch, amd)) is not None
+            and (around := _gpu_only_around(ctx, branch, amd)) is not None
         ):
             # `#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)` around
             # `#if defined(__CUDA_ARCH__)` … `#else` …: no NVIDIA pass reaches that `#else`,
             # only AMD's (torchcomms' `__builtin_amdgcn_fence` for `__syncwarp()`)
-            where = f"`#else` is the AMD one (inside `{outer_test}`)"
+            where = f"`#else` is the AMD one (inside `{around.directive}`)"
+        elif (
+            not siblings
+            and (around := _gpu_only_around(ctx, branch, amd)) is not None
+            and any(is_amd_guard(n) for t in around.tests for n in names_in(t))
+        ):
+            # the same with no `#else`: the region names AMD's device pass, which skips this
+            # step on purpose (pixeltrack's ballot refreshing a mask HIP's shuffles lack)
+            where = f"`{around.directive}` around it takes AMD's device pass, without this"
         else:
             where = ""
         if where:
@@ -519,10 +527,10 @@ def _device_pass_tests(ctx: Context, amd: Any, line_end: Any) -> None:
         )
 
 
-def _gpu_only_around(ctx: Context, branch: Branch, amd: Any) -> str | None:
-    """The directive of a conditional branch around `branch` that an NVIDIA build takes
-    only in its device pass and an AMD build may take: within it, the `#else` of a
-    `__CUDA_ARCH__` test is AMD's code. None when there is none."""
+def _gpu_only_around(ctx: Context, branch: Branch, amd: Any) -> Branch | None:
+    """A conditional branch around `branch` that an NVIDIA build takes only in its device
+    pass and an AMD build may take: within it, the `#else` of a `__CUDA_ARCH__` test is
+    AMD's code. None when there is none."""
     for outer in ctx.preproc.branches:
         if outer.group == branch.group or not (
             outer.start_byte < branch.start_byte < outer.end_byte
@@ -532,7 +540,7 @@ def _gpu_only_around(ctx: Context, branch: Branch, amd: Any) -> str | None:
             branch_condition_value(outer, _nvidia_host_pass) == 0
             and branch_condition_value(outer, amd) != 0
         ):
-            return outer.directive
+            return outer
     return None
 
 
