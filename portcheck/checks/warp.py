@@ -657,7 +657,11 @@ def _widths_set_per_platform(ctx: Context) -> None:
     amd = [
         b
         for b in ctx.preproc.branches
-        if tests_any(b, lambda n: is_amd_guard(n) or looks_like_amd_guard(n))
+        if _only_for(b) == "amd"
+        or (
+            tests_any(b, lambda n: is_amd_guard(n) or looks_like_amd_guard(n))
+            and _only_for(b) != "nvidia"
+        )
     ]
     if not amd:
         return
@@ -666,10 +670,10 @@ def _widths_set_per_platform(ctx: Context) -> None:
         if any(b is nvidia for b in amd):
             continue
         named_nvidia = tests_any(nvidia, looks_like_nvidia_guard)
-        if not (named_nvidia or amd_else(nvidia)):
+        if not (named_nvidia or amd_else(nvidia) or _only_for(nvidia) == "nvidia"):
             continue
         thirty_two = assigned(nvidia, b"32")
-        if not named_nvidia:
+        if not named_nvidia and nvidia.test is None:
             # the `#else` of an AMD test: only a returned width (an assignment there is
             # read by the definition checks, and `f(32)` there is any call)
             thirty_two = {k: v for k, v in thirty_two.items() if k == RETURNED}
@@ -706,6 +710,19 @@ def _widths_set_per_platform(ctx: Context) -> None:
                     "below sets it to 64: a warp width",
                     amd_alternative=True,
                 )
+
+
+def _only_for(branch: Any) -> str | None:
+    """ "nvidia" or "amd" when only that platform's builds can take `branch` (by the
+    platform guards its tests and the tests before it name: the `#else` of `#if
+    defined(__HIP_PLATFORM_AMD__)` is NVIDIA's), else None."""
+    nvidia = branch_condition_value(branch, _nvidia_build)
+    amd = branch_condition_value(branch, _amd_build)
+    if nvidia == 0 and amd != 0:
+        return "amd"
+    if amd == 0 and nvidia != 0:
+        return "nvidia"
+    return None
 
 
 def _set_just_above(masked: bytes, offset: int, value: bytes, lines: int = 3) -> dict[bytes, int]:
