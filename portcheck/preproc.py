@@ -893,10 +893,13 @@ def is_amd_guard(name: str) -> bool:
 # is an option *of* the AMD build, not a guard.
 # A switch named after a library only ROCm has (`HAS_ROCTRACER`, `USE_MIOPEN`,
 # `HYPRE_USING_ROCSPARSE`) is one too: no NVIDIA build links it.
+# What may follow the platform's word in a switch's name: `AMREX_USE_HIP`, `HIP_ENABLED`,
+# ELPA's `WITH_AMD_GPU_VERSION`, `USE_AMD_GPU`, `CUDA_SUPPORT`.
+SWITCH_SUFFIX = r"(?:_ENABLED|_GPUS?|_GPU_VERSION|_GPU_SUPPORT|_SUPPORT)?"
 PLATFORM_NAME = re.compile(
     r"(?:^|_)(?:HIP|HIPCC|HCC|ROCM|AMD|AMDGPU"
     r"|ROCTRACER|ROCPROFILER|ROCTX|MIOPEN|RCCL|ROCBLAS|ROCSPARSE|ROCSOLVER|ROCFFT|ROCRAND"
-    r")(?:_ENABLED)?_*$"
+    r")" + SWITCH_SUFFIX + r"_*$"
     # the target's architecture, set only when building for that platform (microsoft/ark's
     # `ARK_TARGET_ROCM_ARCH=gfx942` beside `ARK_TARGET_CUDA_ARCH=800`)
     r"|^[A-Za-z]\w*_(?:HIP|ROCM|AMD|AMDGPU)_ARCH$"
@@ -942,7 +945,8 @@ def _platform_switch(name: str) -> bool:
 # a portable `#else`).
 NVIDIA_NAME = re.compile(
     r"(?:^|_)(?:CUDA|CUPTI|CUDNN|CUBLAS|CUBLASLT|CUSPARSE|CUSOLVER|CUFFT|CURAND|CUTLASS"
-    r"|NVPROF|NVTX|NVSHMEM|NVML|PTX)(?:_ENABLED)?_?_?$"
+    r"|NVPROF|NVTX|NVSHMEM|NVML|PTX)" + SWITCH_SUFFIX + r"_?_?$"
+    r"|(?:^|_)NVIDIA(?:_GPUS?|_GPU_VERSION|_GPU_SUPPORT|_SUPPORT)_?_?$"
     r"|(?:^|_)PLATFORM_(?:NVCC|NVIDIA)_?_?$"
     r"|^[A-Za-z]\w*_CUDA_ARCH$"  # (as PLATFORM_NAME's `_ROCM_ARCH`; not `__CUDA_ARCH__`)
 )
@@ -968,7 +972,10 @@ def looks_like_other_dialect_guard(name: str) -> bool:
 
 # Switches of a third GPU platform that is not CUDA at all (jax's `JAX_GPU_ONEAPI`, hypre's
 # `HYPRE_USING_SYCL`, cp2k's `__OFFLOAD_OPENCL`): neither an NVIDIA nor an AMD build sets them.
-THIRD_PLATFORM = re.compile(r"(?:^|_)(?:SYCL|ONEAPI|OPENCL|DPCPP)(?:_ENABLED)?_?_?$")
+THIRD_PLATFORM = re.compile(
+    r"(?:^|_)(?:SYCL|ONEAPI|OPENCL|DPCPP)" + SWITCH_SUFFIX + r"_?_?$"
+    r"|(?:^|_)INTEL(?:_GPUS?|_GPU_VERSION|_GPU_SUPPORT)_?_?$"
+)
 
 
 # Set only by a SYCL compiler (DPC++, AdaptiveCpp), never by nvcc or hipcc.
@@ -1155,6 +1162,9 @@ def _ends_whole(body: bytes) -> bool:
     return not code or code.endswith((b";", b"}", b":", b"\\"))
 
 
+NESTED_CONDITIONAL = re.compile(rb"(?m)^[ \t]*#[ \t]*if")
+
+
 def one_arm_spans(
     data: bytes,
     facts: PreprocFacts,
@@ -1192,6 +1202,18 @@ def one_arm_spans(
             continue  # whole constructs in each branch: not what breaks the parse
         values = [branch_condition_value(b, newest_nvidia) for b in branches]
         kept = next((i for i, v in enumerate(values) if v == 1), None)
+        if (
+            len(branches) == 1
+            and values[0] is None
+            and bodies[0].count(b"{") != bodies[0].count(b"}")
+            and NESTED_CONDITIONAL.search(bodies[0]) is None
+        ):
+            # a lone branch that opens a block it does not close (ELPA's `operator+` with
+            # no `}` under `#ifdef WITH_CUCUB_COMPLEX`): blanked, and its twin that closes
+            # it, if there is one, alike; kept, it swallows the rest of the file. (Not one
+            # with conditionals inside, whose arms may open a block each: an include guard.)
+            decided.setdefault(tuple((b.prior, b.test) for b in branches), None)
+            continue
         if kept is None and (len(branches) > 1 or values[0] is None):
             # the tests cannot tell: the longest branch (a lone `#ifdef X`'s own code)
             kept = max(

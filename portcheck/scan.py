@@ -774,6 +774,56 @@ def _own_library_functions(
 
 
 TWIN_WORD = re.compile(r"cuda", re.IGNORECASE)
+NVIDIA_WORD = re.compile(r"nvidia", re.IGNORECASE)
+
+
+class _CaseBlindTree:
+    """Paths under `root` found whatever their case (`gpu/rocm/x.hip` finds `GPU/ROCm/x.hip`),
+    each folder listed once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.listed: dict[str, dict[str, str]] = {}
+        self.folders: dict[str, str] = {}  # lower-cased folder -> its real path
+
+    def names(self, folder: str) -> dict[str, str]:
+        names = self.listed.get(folder)
+        if names is None:
+            try:
+                found = os.listdir(self.root / folder if folder else self.root)
+            except OSError:
+                found = []
+            names = self.listed[folder] = {name.lower(): name for name in found}
+        return names
+
+    def find(self, lowered: str) -> str | None:
+        """The real relative path of the lower-cased `lowered`: a regular file reached
+        through folders, none of them a link; else None."""
+        folder, _, leaf = lowered.rpartition("/")
+        real = self.folders.get(folder, "") if folder else ""
+        if folder and real == "":
+            for part in folder.split("/"):
+                name = self.names(real).get(part)
+                if name is None:
+                    return None
+                real = f"{real}/{name}" if real else name
+            self.folders[folder] = real
+        name = self.names(real).get(leaf)
+        if name is None:
+            return None  # the usual answer: one listing per folder, no other system call
+        real = f"{real}/{name}" if real else name
+        path = ""
+        for part in real.split("/"):
+            path = f"{path}/{part}" if path else part
+            try:
+                mode = os.lstat(self.root / path).st_mode
+            except OSError:
+                return None
+            if stat.S_ISLNK(mode):
+                return None
+        return real if stat.S_ISREG(mode) else None
+
+
 TWIN_SEPARATORS = (".", "_", "-")
 INCLUDED_NAME = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.MULTILINE)
 
@@ -791,13 +841,24 @@ def _files_with_hip_twins(root: Path, scans: Sequence[FileScan]) -> list[str]:
         if s.language.is_source
     }
     found: list[str] = []
+    on_disk = _CaseBlindTree(root)
     for stem, path in sources.items():
         for word in ("hip", "rocm"):
             # `attention.cu` beside `attention.hip.cu` or `attention_hip.cu`, built instead
             twins = [stem + separator + word for separator in TWIN_SEPARATORS]
-            if "cuda" in stem:
-                twins.append(TWIN_WORD.sub(word, stem))
+            renamed = stem
+            if "cuda" in stem or "nvidia" in stem:
+                # ELPA's `GPU/CUDA/ev_tridi_band_nvidia_gpu_real.cu` beside
+                # `GPU/ROCm/ev_tridi_band_amd_gpu_real.hip`
+                renamed = NVIDIA_WORD.sub("amd", TWIN_WORD.sub(word, stem))
+                twins.append(renamed)
             twin = next((sources[t] for t in twins if t in sources), None)
+            if twin is None and path.endswith((".cu", ".cuh")):
+                # a `.hip` source, which portcheck does not scan: `kernels.cu` beside
+                # `kernels.hip`
+                twin = on_disk.find(stem + ".hip") or (
+                    on_disk.find(renamed + ".hip") if renamed != stem else None
+                )
             if twin is None or twin == path:
                 continue
             try:
