@@ -657,16 +657,21 @@ def _widths_set_per_platform(ctx: Context) -> None:
     amd = [
         b
         for b in ctx.preproc.branches
-        if _only_for(b) == "amd"
-        or (
-            tests_any(b, lambda n: is_amd_guard(n) or looks_like_amd_guard(n))
-            and _only_for(b) != "nvidia"
+        if masked.find(b"64", b.start_byte, b.end_byte) != -1
+        and (
+            _only_for(b) == "amd"
+            or (
+                tests_any(b, lambda n: is_amd_guard(n) or looks_like_amd_guard(n))
+                and _only_for(b) != "nvidia"
+            )
         )
     ]
     if not amd:
         return
     sixty_four = {id(b): assigned(b, b"64") for b in amd}
     for nvidia in ctx.preproc.branches:
+        if masked.find(b"32", nvidia.start_byte, nvidia.end_byte) == -1:
+            continue
         if any(b is nvidia for b in amd):
             continue
         named_nvidia = tests_any(nvidia, looks_like_nvidia_guard)
@@ -713,8 +718,8 @@ def _widths_set_per_platform(ctx: Context) -> None:
 
 
 def _only_for(branch: Any) -> str | None:
-    """ "nvidia" or "amd" when only that platform's builds can take `branch` (by the
-    platform guards its tests and the tests before it name: the `#else` of `#if
+    """Which platform alone can take `branch`: "nvidia" or "amd" (by the platform guards
+    its tests and the tests before it name: the `#else` of `#if
     defined(__HIP_PLATFORM_AMD__)` is NVIDIA's), else None."""
     nvidia = branch_condition_value(branch, _nvidia_build)
     amd = branch_condition_value(branch, _amd_build)
