@@ -76,7 +76,12 @@ def _ballot_producer(name: str | None) -> bool:
     return ("allot" in name or "ALLOT" in name) and BALLOT_WRAPPER.fullmatch(name) is not None
 
 
-NARROW_TYPES = re.compile(r"^(?:unsigned(?:\s+int)?|int|uint32_t|uint|unsigned\s+long|int32_t)$")
+# (and the fixed-width aliases projects declare in headers portcheck may not see: zpc's
+# `using u32 = unsigned int;`, `uint32`, `U32`)
+NARROW_TYPES = re.compile(
+    r"^(?:unsigned(?:\s+int)?|int|(?:std::)?u?int32_t|uint|unsigned\s+long"
+    r"|u32|U32|u_?int32|UINT32|u32_t)$"
+)
 MASK_TYPE_WORD = re.compile(rb"(?i)mask|ballot|lane|warp|wave|bits")
 WIDE_TYPES = re.compile(
     r"^(?:(?:unsigned\s+)?long\s+long(?:\s+int)?|u?int64_t|std::u?int64_t|unsigned\s+__int64"
