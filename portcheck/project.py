@@ -1032,6 +1032,17 @@ class ProjectFacts:
         self._mask_wrappers = found
         return found
 
+    def _hides_device(self, macros: tuple[str, ...]) -> bool:
+        """Does one of these macros in a function's head stand for `__device__`: one the
+        project defines so, or one it does not define at all whose name says so
+        (gridtools' `GT_FUNCTION_DEVICE`, `CUTLASS_DEVICE` from a header outside the
+        scanned folder)?"""
+        return any(
+            name in self.device_macros
+            or (name not in self._macro_defs and DEVICE_SPECIFIER_NAME.search(name) is not None)
+            for name in macros
+        )
+
     def _device_macros(self) -> set[str]:
         bodies: dict[str, set[str]] = {}
         for ff in self.files.values():
@@ -1479,7 +1490,7 @@ class ProjectFacts:
         """The finding if its question's answer is yes (its message then names the
         definition that decided it), else None."""
         finding = pending.finding
-        if pending.device_macros and not set(pending.device_macros) & self.device_macros:
+        if pending.device_macros and not self._hides_device(pending.device_macros):
             return None
         if pending.ptx_callee:
             defined = self.ptx_functions.get(pending.ptx_callee, frozenset())
@@ -1806,6 +1817,14 @@ def _own_value(definition: Definition) -> object:
     if isinstance(definition, MacroDef) and definition.function_like:
         return None
     return _evaluated(_text_of(definition))
+
+
+# A specifier macro's name that says device code: `GT_FUNCTION_DEVICE`, `CUTLASS_DEVICE`,
+# `HOST_DEVICE`, `DEVICE_INLINE` (not `DEVICE_COUNT`-like names, which sit in no function's
+# head).
+DEVICE_SPECIFIER_NAME = re.compile(
+    r"^(?!(?:\w*_)?(?:NO|NOT|NON)_)\w*?(?:^|_)DEVICE(?:_(?:INLINE|FUNC|FUNCTION|QUALIFIERS?))?_*$"
+)
 
 
 # Names a per-platform 32/64 pair may carry to be read as a lane width (not a tile size).

@@ -1134,6 +1134,12 @@ def _shift_count(ctx: Context, node: Any) -> bool:
     return (node.start_byte, node.end_byte) in counts
 
 
+# A constant named for a tile's shape, not for the warp (`tile_dim_y`, `TILE_W`): threads
+# split by it form tiles of that size on any GPU. (Not a row's width: a row of 32 that a
+# shuffle crosses is a warp, adaptive_rows' fixture.)
+TILE_NAME = re.compile(r"^(?!.*(?i:warp|lane|wave|simd|row)).*(?i:tile|dim)")
+
+
 @hazard("warp-size-assumption")
 def warp_size_assumption(ctx: Context) -> None:
     _widths_set_per_platform(ctx)
@@ -1151,6 +1157,8 @@ def warp_size_assumption(ctx: Context) -> None:
             continue
         if _shift_count(ctx, node):
             continue  # `1 << (idx & 31)`: a bit of a 32-bit word, bounded by its width
+        if right.type == "identifier" and TILE_NAME.search(text(right)):
+            continue  # `threadIdx.x / tile_dim_y`: a tile of 32, whatever runs it (HiPACE's)
         if _shared_by_ported_function(ctx, node.start_byte):
             _read_harmlessly(ctx, right)
             continue
