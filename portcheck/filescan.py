@@ -77,7 +77,7 @@ from portcheck.preproc import (
     one_arm_spans,
     preprocessor_facts,
 )
-from portcheck.project import Pending
+from portcheck.project import DEVICE_SPECIFIER_NAME, Pending
 from portcheck.ruleset import RuleSet
 
 if TYPE_CHECKING:
@@ -726,7 +726,13 @@ def _merge_device_code(
 
     still_possible = []
     for start, end, macros in possible:
-        if decided(start, end) is None:
+        verdict = decided(start, end)
+        # host code to clang, but with a macro named for device code that clang could not
+        # expand (gridtools' `GT_FUNCTION_DEVICE`, defined outside the files given to it):
+        # the project's definitions or the name decide, as without clang
+        if verdict is None or (
+            verdict is False and any(DEVICE_SPECIFIER_NAME.search(m) for m in macros)
+        ):
             still_possible.append((start, end, macros))
     return merged_ranges([*device, *clang_device]), still_possible
 
